@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Build gpuplan's bundled catalog from the shared research data.
+
+    python scripts/build_catalog.py [--shared ../shared]
+
+Reads ../shared/data/{gpu-specs,provider-attributes,price-snapshot-2025}.csv and the
+SkyPilot catalog snapshots, plus the hand-kept inputs in scripts/inputs/, and writes
+src/gpuplan/catalog/data/{gpus.csv,gpu_aliases.csv,providers.json,offers.csv,
+offers-superseded.csv,build-report.json}. The output is deterministic (no timestamps, sorted
+rows), so a rebuild from the same inputs changes nothing. Every dropped row is printed with
+its reason.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import csv
+import datetime as dt
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+OUT = ROOT / "src" / "gpuplan" / "catalog" / "data"
+INPUTS = ROOT / "scripts" / "inputs"
+
+# SkyPilot snapshot folder -> provider id, and how each cloud reports GPU memory in GpuInfo.
+SKYPILOT_CLOUDS = {
+    "lambda": "lambda", "cudo": "cudo", "fluidstack": "fluidstack", "ibm": "ibm", "nebius": "nebius",
+    "vast": "vast", "paperspace": "paperspace", "do": "paperspace", "hyperbolic": "hyperbolic",
+    "runpod": "runpod", "oci": "oci", "gcp": "gcp",
+}
+GPUINFO_MEMORY_UNIT = {"runpod": "gb_per_gpu", "vast": "mib_total", "nebius": "missing"}
+SKYPILOT_AS_OF = "2026-08"  # README: "roughly August 2026 or earlier"
+SKYPILOT_NOTE = "undated SkyPilot catalog snapshot (roughly Aug 2026 or earlier), commit {commit}"
+MARKETPLACE_PROVIDERS = {"vast"}  # their listings are host-set 'community' prices
+OFFER_COLUMNS = [
+    "provider", "instance_type", "gpu", "gpus_per_node", "region", "pricing", "price_per_hour_usd",
+    "price_per_gpu_hour_usd", "vcpus", "ram_gb", "interconnect", "commitment_term_h", "as_of",
+    "as_of_note", "source", "confidence",
+]
+# Reserved offers in the price snapshot without a stated term: AWS Capacity Blocks start at one
+# day; other reservations quoted in the seeds are multi-month or multi-year commitments.
+RESERVED_TERM_H = {"aws": 24.0, "lambda": 24.0 * 365, "paperspace": 24.0 * 365 * 3}
+
+# Instance types named in the price snapshot's source notes (AWS, Azure, OCI, GCP shapes).
+INSTANCE_IN_SOURCE = re.compile(
+    r"\b(p\d\w*\.\d+xlarge|g\d\w*\.\d*x?large|ND\w+_v\d|BM\.GPU[\w.\-]*\w|a\d-(?:high|ultra|mega)gpu-\d+g)\b"
+)
+
+dropped: list[tuple[str, str]] = []
+
+
+def drop(what: str, why: str) -> None:
+    dropped.append((what, why))
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---- GPUs ----------------------------------------------------------------------------------
+def canonical_gpu_id(name: str) -> str:
+    return re.sub(r"\s*\(per GPU\)\s*$", "", name.strip())
+
+
+def build_gpus(shared: Path) -> list[dict[str, str]]:
+    rows = read_csv(shared / "data" / "gpu-specs.csv") + read_csv(INPUTS / "gpu-specs-extra.csv")
+    out, seen = [], set()
+    for r in rows:
+        gid = canonical_gpu_id(r["gpu"])
+        if gid in seen:
+            raise SystemExit(f"duplicate GPU id {gid}")
+        seen.add(gid)
+        for col in ("memory_gb", "mem_bw_tbps", "bf16_tflops_dense"):
+            if not r[col] or float(r[col]) <= 0:
+                raise SystemExit(f"GPU {gid}: {col} must be positive")
+        out.append({
+            "id": gid, "vendor": r["vendor"], "memory_gb": r["memory_gb"], "mem_bw_tbps": r["mem_bw_tbps"],
+            "bf16_tflops": r["bf16_tflops_dense"], "fp8_tflops": r["fp8_tflops_dense"],
+            "fp4_tflops": r["fp4_tflops_dense"], "tf32_tflops": r["tf32_tflops_dense"],
+            "nvlink_gbps": r["nvlink_gbps"] or "0", "tdp_w": r["tdp_w"], "year": r["year"],
+            "form_factor": r["form_factor"], "source": r["source"],
+        })
+    return out
+
+
+def build_aliases(gpu_ids: set[str]) -> list[dict[str, str]]:
+    rows = read_csv(INPUTS / "gpu-aliases.csv")
+    for r in rows:
+        if r["gpu"] not in gpu_ids:
+            raise SystemExit(f"alias {r['alias']!r} points at unknown GPU {r['gpu']!r}")
+    return sorted(rows, key=lambda r: (r["gpu"], r["alias"].lower()))
+
+
+# ---- providers -----------------------------------------------------------------------------
+def clean(v: str | None) -> str | None:
+    v = (v or "").strip()
+    return v or None
+
+
+def build_providers(shared: Path) -> list[dict]:
+    attrs = {r["provider"]: r for r in read_csv(shared / "data" / "provider-attributes.csv")}
+    extra = yaml.safe_load((INPUTS / "providers.yaml").read_text(encoding="utf-8"))["providers"]
+    out = []
+    for e in extra:
+        a = attrs.pop(e["name"], None)
+        kind_text = (a["kind"] if a else e.get("kind")) or ""
+        kind = kind_text.replace("(unverified)", "").strip()
+        rec = {
+            "id": e["id"], "name": e["name"], "kind": kind, "kind_unverified": "unverified" in kind_text,
+            "billing_granularity": clean(a and a["billing_granularity"]),
+            "billing_increment_s": e.get("billing_increment_s"),
+            "minimum_billing_s": e.get("minimum_billing_s"),
+            "kubernetes": clean(a and a["kubernetes"]), "bare_metal": clean(a and a["bare_metal"]),
+            "infiniband": clean(a and a["infiniband"]), "has_infiniband": e.get("has_infiniband"),
+            "egress_fee": clean(a and a["egress_fee"]), "egress_usd_per_gb": e.get("egress_usd_per_gb"),
+            "spot": clean(a and a["spot"]), "has_spot": e.get("has_spot"),
+            "sla": clean(a and a["sla"]), "regions": clean(a and a["regions"]),
+            "geographies": e.get("geographies", []), "best_for": e.get("best_for", []),
+            "notes": (a["notes"] if a else e.get("notes", "")) or "",
+            "source": (a["source"] if a else e.get("source", "")) or "",
+            "aliases": e.get("aliases", []),
+            "inter_node_fabric": e.get("inter_node_fabric"),
+            "numbers_basis": e.get("basis", ""),
+        }
+        for k in ("billing_granularity", "kubernetes", "bare_metal", "infiniband", "egress_fee", "spot", "sla", "regions"):
+            if rec[k] and rec[k].lower() in ("unknown",):
+                rec[k] = None
+        out.append(rec)
+    if attrs:
+        raise SystemExit(f"providers in the attributes CSV without an entry in providers.yaml: {sorted(attrs)}")
+    return sorted(out, key=lambda p: p["id"])
+
+
+def provider_lookup(providers: list[dict]) -> dict[str, str]:
+    table = {}
+    for p in providers:
+        for name in [p["id"], p["name"], *p["aliases"]]:
+            table[name.lower()] = p["id"]
+    return table
+
+
+# ---- offers --------------------------------------------------------------------------------
+def fmt_num(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def make_offer(**kw) -> dict[str, str]:
+    from gpuplan.catalog.records import Offer
+
+    offer = Offer(**kw)  # validates: positive prices, per-GPU arithmetic, pricing type
+    row = offer.model_dump(mode="json")
+    return {k: ("" if row[k] is None else (fmt_num(row[k]) if isinstance(row[k], float) else str(row[k]))) for k in OFFER_COLUMNS}
+
+
+def refine_gpu(gid: str, instance_type: str, gpuinfo_name: str, mem_gb_per_gpu: float | None, gpus) -> str:
+    """Pick the variant the instance really has: PCIe vs SXM from names, 40 vs 80 GB from memory."""
+    hint = f"{instance_type} {gpuinfo_name}".lower()
+    if gid == "A100-40GB-SXM" and mem_gb_per_gpu and mem_gb_per_gpu >= 60:
+        gid = "A100-80GB-SXM"
+    if "pci" in hint:
+        if gid.startswith("A100") and (gid == "A100-80GB-SXM" or (mem_gb_per_gpu or 0) >= 60):
+            gid = "A100-80GB-PCIe"
+        elif gid == "H100-SXM":
+            gid = "H100-PCIe"
+    if gid == "H100-SXM" and re.search(r"nvl(?!ink)", hint):
+        gid = "H100-NVL"
+    return gid
+
+
+def parse_gpuinfo(text: str) -> tuple[str, float | None]:
+    """(GPU name, reported memory in MiB) from SkyPilot's Python-dict-like GpuInfo."""
+    if not text or not text.strip().startswith("{"):
+        return (text or "", None)
+    try:
+        info = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return ("", None)
+    info = {k.lower(): v for k, v in info.items()}
+    gpus = info.get("gpus") or [{}]
+    g = {k.lower(): v for k, v in gpus[0].items()}
+    mem = {k.lower(): v for k, v in (g.get("memoryinfo") or {}).items()}.get("sizeinmib")
+    return (str(g.get("name", "")), float(mem) if mem else None)
+
+
+def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, str]]:
+    from gpuplan.catalog.gpus import all_gpus, resolve_gpu_id
+    from gpuplan.catalog.validation import memory_problem, price_problem
+    from gpuplan.errors import UnknownNameError
+
+    gpus = all_gpus()
+    base = shared / "catalog-snapshots" / "skypilot"
+    manifest = {r["local_file"]: r for r in read_csv(base / "MANIFEST.csv")}
+    out = []
+    for folder, pid in sorted(SKYPILOT_CLOUDS.items()):
+        files = sorted((base / folder).glob("vms*.csv"))
+        for path in files:
+            rel = f"{folder}/{path.name}"
+            commit = manifest.get(rel, {}).get("source_commit", "unknown")[:12]
+            source = f"skypilot-catalog {manifest.get(rel, {}).get('source_path_in_repo', rel)}@{commit}"
+            for i, r in enumerate(read_csv(path), start=2):
+                where = f"skypilot/{rel} line {i} ({r.get('InstanceType')})"
+                acc = (r.get("AcceleratorName") or "").strip()
+                if not acc:
+                    if folder == "gcp" and re.match(r"^(a2|a3|a4|g2)-", r.get("InstanceType", "")):
+                        drop(where, "GCP host-only price; its GPU price rows are not in the partial snapshot")
+                    continue  # CPU-only instance
+                try:
+                    gid = resolve_gpu_id(acc)
+                except UnknownNameError:
+                    drop(where, f"GPU {acc!r} not in the spec table")
+                    continue
+                count = float(r.get("AcceleratorCount") or 0)
+                if count <= 0:
+                    drop(where, "no GPU count")
+                    continue
+                gname, mem_mib = parse_gpuinfo(r.get("GpuInfo", ""))
+                unit = GPUINFO_MEMORY_UNIT.get(folder, "mib_per_gpu")
+                mem_gb = None
+                if mem_mib and unit == "gb_per_gpu":
+                    mem_gb = mem_mib * 1.073741824  # reported GiB, labelled MiB
+                elif mem_mib and unit == "mib_total":
+                    mem_gb = mem_mib * 2**20 / 1e9 / count
+                elif mem_mib and unit == "mib_per_gpu":
+                    mem_gb = mem_mib * 2**20 / 1e9
+                gid = refine_gpu(gid, r.get("InstanceType", ""), gname, mem_gb, gpus)
+                if problem := memory_problem(gpus[gid], mem_gb):
+                    drop(where, problem)
+                    continue
+                common = dict(
+                    provider=pid, instance_type=r["InstanceType"], gpu=gid, gpus_per_node=count,
+                    region=(r.get("Region") or "").strip(), vcpus=float(r["vCPUs"]) if r.get("vCPUs") else None,
+                    ram_gb=round(float(r["MemoryGiB"]) * 1.073741824, 1) if r.get("MemoryGiB") else None,
+                    interconnect=providers[pid].get("inter_node_fabric"),
+                    as_of=dt.date(2026, 8, 15), as_of_note=SKYPILOT_NOTE.format(commit=commit),
+                    source=source, confidence="primary",
+                )
+                price = float(r["Price"]) if r.get("Price") else 0.0
+                on_demand_type = "community" if pid in MARKETPLACE_PROVIDERS else "on_demand"
+                if problem := price_problem(gpus[gid], price / count):
+                    drop(where, f"{on_demand_type}: {problem}")
+                else:
+                    out.append(make_offer(**common, pricing=on_demand_type, price_per_hour_usd=price,
+                                          price_per_gpu_hour_usd=price / count))
+                spot = float(r["SpotPrice"]) if r.get("SpotPrice") else 0.0
+                if spot <= 0:
+                    continue  # empty or 0.00 = no spot data
+                spot_type = "interruptible" if pid in MARKETPLACE_PROVIDERS else "spot"
+                if price > 0 and spot > price * 1.0001:
+                    drop(where, f"spot ${spot:.2f} above on-demand ${price:.2f}")
+                elif price > 0 and abs(spot - price) < 1e-9:
+                    drop(where, "spot equals on-demand (a copied column, not a spot price)")
+                elif problem := price_problem(gpus[gid], spot / count):
+                    drop(where, f"spot: {problem}")
+                else:
+                    out.append(make_offer(**common, pricing=spot_type, price_per_hour_usd=spot,
+                                          price_per_gpu_hour_usd=spot / count))
+    return out
+
+
+def snapshot_offers(shared: Path, lookup: dict[str, str], providers: dict[str, dict]) -> list[dict[str, str]]:
+    from gpuplan.catalog.gpus import all_gpus, resolve_gpu_id
+    from gpuplan.catalog.records import parse_as_of
+    from gpuplan.catalog.validation import price_problem
+    from gpuplan.errors import UnknownNameError
+
+    gpus = all_gpus()
+    out = []
+    for i, r in enumerate(read_csv(shared / "data" / "price-snapshot-2025.csv"), start=2):
+        where = f"price-snapshot-2025.csv line {i} ({r['provider']} {r['gpu']})"
+        pid = lookup.get(r["provider"].strip().lower())
+        if pid is None:
+            drop(where, f"provider {r['provider']!r} unknown")
+            continue
+        try:
+            gid = resolve_gpu_id(r["gpu"])
+        except UnknownNameError:
+            drop(where, f"GPU {r['gpu']!r} not in the spec table")
+            continue
+        count = float(r["gpu_count_per_instance"])
+        per_gpu = float(r["price_per_gpu_hour_usd"])
+        if problem := price_problem(gpus[gid], per_gpu):
+            drop(where, problem)
+            continue
+        label = r["as_of"].strip()
+        try:
+            as_of = parse_as_of(label)
+        except ValueError:
+            as_of = parse_as_of(SKYPILOT_AS_OF)  # 'undated snapshot' rows come from the same snapshots
+        pricing = r["pricing_type"].strip()
+        term = RESERVED_TERM_H.get(pid) if pricing == "reserved" else None
+        if pricing == "reserved" and term is None:
+            drop(where, "reserved price with no known commitment term")
+            continue
+        n = int(count) if count == int(count) else count
+        named = INSTANCE_IN_SOURCE.search(r["source_url_or_doc"])
+        out.append(make_offer(
+            provider=pid, instance_type=named[1] if named else f"{n}x {gid}", gpu=gid, gpus_per_node=count,
+            region=r["region_if_any"].strip(), pricing=pricing,
+            price_per_hour_usd=round(per_gpu * count, 6), price_per_gpu_hour_usd=round(per_gpu * count, 6) / count,
+            interconnect=providers[pid].get("inter_node_fabric"), commitment_term_h=term,
+            as_of=as_of, as_of_note=label, source=r["source_url_or_doc"].strip(), confidence=r["confidence"].strip(),
+        ))
+    return out
+
+
+def drop_skypilot_quotes(quoted: list[dict[str, str]], direct: list[dict[str, str]]):
+    """Price-snapshot rows that quote a SkyPilot catalog we also read directly: the same price is a
+    duplicate; a different one is an older catalog version, kept as history only."""
+    by_key = collections.defaultdict(list)
+    for r in direct:
+        by_key[(r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])].append(float(r["price_per_gpu_hour_usd"]))
+    keep, older = [], []
+    for r in quoted:
+        prices = by_key.get((r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"]))
+        if "skypilot" not in r["source"].lower() or not prices:
+            keep.append(r)
+            continue
+        what = f"price-snapshot {r['provider']} {r['gpu']} x{r['gpus_per_node']} {r['pricing']}"
+        if any(abs(p - float(r["price_per_gpu_hour_usd"])) <= 0.01 * p for p in prices):
+            drop(what, "duplicate of a row read directly from the SkyPilot snapshot")
+        else:
+            older.append(r)
+            drop(what, "older SkyPilot catalog version than the snapshot read directly (kept as history)")
+    return keep, older
+
+
+def resolve_duplicates(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """One offer per (provider, instance, GPU, count, region, pricing): the newest wins, then the
+    more trusted source; the others are kept as price history."""
+    from gpuplan.catalog.records import CONFIDENCE_RANK
+
+    groups: dict[tuple, list[dict[str, str]]] = collections.defaultdict(list)
+    for r in rows:
+        key = (r["provider"], r["instance_type"], r["gpu"], r["gpus_per_node"], r["region"], r["pricing"])
+        groups[key].append(r)
+    current, superseded = [], []
+    for key, group in groups.items():
+        group.sort(key=lambda r: (r["as_of"], CONFIDENCE_RANK[r["confidence"]], -float(r["price_per_hour_usd"])), reverse=True)
+        best = group[0]
+        current.append(best)
+        what = f"{key[0]} {key[1]} {key[4] or '-'} {key[5]}"
+        for old in group[1:]:
+            if (old["as_of"], old["source"]) == (best["as_of"], best["source"]):
+                drop(f"{what} ${old['price_per_hour_usd']}/h", "same instance and region in another availability zone; cheapest kept")
+            else:
+                superseded.append(old)
+                drop(f"{what} @ {old['as_of']}", f"superseded by the {best['as_of']} price (kept as history)")
+    order = lambda r: (r["provider"], r["gpu"], float(r["gpus_per_node"]), r["pricing"], r["region"], r["instance_type"], r["as_of"])
+    return sorted(current, key=order), sorted(superseded, key=order)
+
+
+def write_csv(path: Path, rows: list[dict[str, str]], columns: list[str]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, columns, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: the package data)")
+    ap.add_argument("--quiet", action="store_true", help="print only the summary")
+    args = ap.parse_args()
+    shared, out_dir = args.shared, args.out
+    if not (shared / "data" / "gpu-specs.csv").exists():
+        raise SystemExit(f"no shared data under {shared}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    gpus = build_gpus(shared)
+    write_csv(out_dir / "gpus.csv", gpus, list(gpus[0]))
+    aliases = build_aliases({g["id"] for g in gpus})
+    write_csv(out_dir / "gpu_aliases.csv", aliases, ["alias", "gpu"])
+    from gpuplan.catalog import gpus as gpu_module
+
+    gpu_module.all_gpus.cache_clear()
+    gpu_module._alias_table.cache_clear()
+
+    providers = build_providers(shared)
+    (out_dir / "providers.json").write_text(json.dumps(providers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    by_id = {p["id"]: p for p in providers}
+
+    direct = skypilot_offers(shared, by_id)
+    quoted, older = drop_skypilot_quotes(snapshot_offers(shared, provider_lookup(providers), by_id), direct)
+    current, superseded = resolve_duplicates(direct + quoted)
+    superseded = sorted(superseded + older, key=lambda r: (r["provider"], r["gpu"], r["as_of"]))
+    write_csv(out_dir / "offers.csv", current, OFFER_COLUMNS)
+    write_csv(out_dir / "offers-superseded.csv", superseded, OFFER_COLUMNS)
+
+    reasons = collections.Counter(re.sub(r"\$[\d.]+|'[^']*'|\d+(\.\d+)?", "#", why) for _, why in dropped)
+    report = {
+        "gpus": len(gpus), "aliases": len(aliases), "providers": len(providers),
+        "offers": len(current), "superseded": len(superseded),
+        "offers_by_provider": dict(sorted(collections.Counter(r["provider"] for r in current).items())),
+        "dropped": len(dropped), "dropped_by_reason": dict(reasons.most_common()),
+    }
+    (out_dir / "build-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if not args.quiet:
+        for what, why in dropped:
+            print(f"dropped: {what}: {why}")
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""The catalog: GPUs, providers and offers behind one query interface.
+
+Reads the user's store when it exists (live refreshes, imports), else the bundled files.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+
+from gpuplan.catalog.gpus import all_gpus, normalize_gpu_name, resolve_gpu_id
+from gpuplan.catalog.records import (
+    CONFIDENCE_RANK, PRICING_TYPES, PROVIDER_KINDS, Gpu, Offer, Provider,
+)
+from gpuplan.errors import UnknownNameError, UsageError
+
+# A bare chip name ('h100', 'a100') means every variant of it; a variant name means that one.
+GPU_FAMILIES = {"a100": "A100-", "h100": "H100-", "h200": "H200-", "v100": "V100-"}
+
+OFFER_SORT_KEYS = {
+    "price": lambda o: (o.price_per_gpu_hour_usd, o.price_per_hour_usd),
+    "node-price": lambda o: (o.price_per_hour_usd, o.price_per_gpu_hour_usd),
+    "gpus": lambda o: (-o.gpus_per_node, o.price_per_gpu_hour_usd),
+    "provider": lambda o: (o.provider, o.gpu, o.price_per_gpu_hour_usd),
+    "gpu": lambda o: (o.gpu, o.price_per_gpu_hour_usd),
+    "age": lambda o: (-o.as_of.toordinal(), o.price_per_gpu_hour_usd),
+    "confidence": lambda o: (-CONFIDENCE_RANK[o.confidence], o.price_per_gpu_hour_usd),
+}
+
+
+def normalize_pricing(text: str) -> str:
+    p = text.strip().lower().replace("-", "_").replace(" ", "_")
+    p = {"ondemand": "on_demand", "preemptible": "spot", "bid": "interruptible"}.get(p, p)
+    if p not in PRICING_TYPES:
+        raise UsageError(f"unknown pricing type {text!r}; use one of: {', '.join(PRICING_TYPES)}")
+    return p
+
+
+class Catalog:
+    """GPUs, providers and offers; `origin` says where the offers came from."""
+
+    def __init__(self, gpus: dict[str, Gpu], providers: dict[str, Provider], offers: Iterable[Offer], origin: str):
+        self.gpus = gpus
+        self.providers = providers
+        self._offers = tuple(offers)
+        self.origin = origin
+
+    @classmethod
+    def load(cls, db: str | None = None, use_store: bool = True) -> "Catalog":
+        """The store at `db` (or GPUPLAN_DB, or the user data dir) when it exists, else the bundled files."""
+        from gpuplan.catalog.bundled import load_bundled_offers, load_bundled_providers
+
+        providers = load_bundled_providers()
+        if use_store:
+            import importlib
+
+            try:
+                store = importlib.import_module("gpuplan.catalog.store")
+            except ModuleNotFoundError as e:  # store not installed in this build
+                if e.name != "gpuplan.catalog.store":
+                    raise
+            else:
+                path = store.resolve_db_path(db)
+                offers = store.read_current_offers(path)
+                if offers is not None:
+                    return cls(all_gpus(), providers, offers, origin=str(path))
+        return cls(all_gpus(), providers, load_bundled_offers(), origin="bundled")
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def gpu(self, name: str) -> Gpu:
+        return self.gpus[resolve_gpu_id(name)]
+
+    def provider_id(self, name: str) -> str:
+        key = name.strip().lower()
+        for p in self.providers.values():
+            if key in (p.id, p.name.lower(), *[a.lower() for a in p.aliases]):
+                return p.id
+        known = [p.id for p in self.providers.values()]
+        raise UnknownNameError("provider", name, known + [p.name for p in self.providers.values()])
+
+    def provider(self, name: str) -> Provider:
+        return self.providers[self.provider_id(name)]
+
+    def gpu_ids_matching(self, name: str) -> set[str]:
+        """Every GPU id a user's name means: 'H100' is all H100 variants, 'H100-PCIe' one."""
+        family = GPU_FAMILIES.get(normalize_gpu_name(name))
+        if family:
+            return {g for g in self.gpus if g.startswith(family)}
+        return {resolve_gpu_id(name)}
+
+    # ---- offers -----------------------------------------------------------------------------
+    @property
+    def all_offers(self) -> tuple[Offer, ...]:
+        return self._offers
+
+    def offers(
+        self,
+        gpu: str | Iterable[str] | None = None,
+        min_gpus: float | None = None,
+        provider: str | Iterable[str] | None = None,
+        kind: str | Iterable[str] | None = None,
+        pricing: str | Iterable[str] | None = None,
+        region: str | None = None,
+        max_price: float | None = None,
+        max_age_days: int | None = None,
+        min_confidence: str | None = None,
+        exclude_providers: Iterable[str] | None = None,
+        sort: str = "price",
+        limit: int | None = None,
+        today: dt.date | None = None,
+    ) -> list[Offer]:
+        """Offers matching every given filter, sorted (default: cheapest per GPU-hour first)."""
+        gpu_ids = _union(gpu, self.gpu_ids_matching)
+        provider_ids = _union(provider, lambda p: {self.provider_id(p)})
+        excluded = _union(exclude_providers, lambda p: {self.provider_id(p)}) or set()
+        kinds = _union(kind, _check_kind)
+        pricings = _union(pricing, lambda p: {normalize_pricing(p)})
+        if min_gpus is not None and not (min_gpus > 0):
+            raise UsageError(f"--min-gpus must be a positive number, got {min_gpus}")
+        if max_price is not None and not (max_price > 0):
+            raise UsageError(f"--max-price must be a positive number of USD per GPU-hour, got {max_price}")
+        if max_age_days is not None and max_age_days < 0:
+            raise UsageError("--max-price-age must be zero or more days")
+        min_rank = None
+        if min_confidence is not None:
+            if min_confidence not in CONFIDENCE_RANK:
+                raise UsageError(f"unknown confidence {min_confidence!r}; use primary, third-party or unverified")
+            min_rank = CONFIDENCE_RANK[min_confidence]
+        if sort not in OFFER_SORT_KEYS:
+            raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(OFFER_SORT_KEYS)}")
+        if limit is not None and limit <= 0:
+            raise UsageError(f"--limit must be a positive integer, got {limit}")
+        region_re = re.compile(re.escape(region.strip()), re.I) if region else None
+        today = today or dt.date.today()
+
+        out = []
+        for o in self._offers:
+            if gpu_ids is not None and o.gpu not in gpu_ids:
+                continue
+            if provider_ids is not None and o.provider not in provider_ids:
+                continue
+            if o.provider in excluded:
+                continue
+            if kinds is not None and self._kind_of(o.provider) not in kinds:
+                continue
+            if pricings is not None and o.pricing not in pricings:
+                continue
+            if min_gpus is not None and o.gpus_per_node < min_gpus:
+                continue
+            if max_price is not None and o.price_per_gpu_hour_usd > max_price:
+                continue
+            if region_re is not None and not region_re.search(o.region):
+                continue
+            if max_age_days is not None and o.age_days(today) > max_age_days:
+                continue
+            if min_rank is not None and CONFIDENCE_RANK[o.confidence] < min_rank:
+                continue
+            out.append(o)
+        out.sort(key=OFFER_SORT_KEYS[sort])
+        return out[:limit] if limit else out
+
+    def _kind_of(self, provider_id: str) -> str | None:
+        p = self.providers.get(provider_id)
+        return p.kind if p else None
+
+    def provider_summary(self) -> list[dict]:
+        """Per provider: kind, features, offer count, cheapest on-demand-like price per GPU type."""
+        rows = []
+        for p in sorted(self.providers.values(), key=lambda p: (PROVIDER_KINDS.index(p.kind), p.id)):
+            offers = [o for o in self._offers if o.provider == p.id]
+            cheapest: dict[str, float] = {}
+            for o in offers:
+                if o.gpu not in cheapest or o.price_per_gpu_hour_usd < cheapest[o.gpu]:
+                    cheapest[o.gpu] = o.price_per_gpu_hour_usd
+            rows.append({
+                "id": p.id, "name": p.name, "kind": p.kind, "kind_unverified": p.kind_unverified,
+                "billing_granularity": p.billing_granularity, "billing_increment_s": p.billing_increment_s,
+                "kubernetes": p.kubernetes, "bare_metal": p.bare_metal, "infiniband": p.infiniband,
+                "has_infiniband": p.has_infiniband, "egress_fee": p.egress_fee,
+                "egress_usd_per_gb": p.egress_usd_per_gb, "spot": p.spot, "has_spot": p.has_spot,
+                "sla": p.sla, "regions": p.regions, "best_for": p.best_for, "notes": p.notes,
+                "source": p.source, "offer_count": len(offers),
+                "gpu_types": sorted(cheapest),
+                "cheapest_per_gpu_hour_usd": dict(sorted(cheapest.items())),
+                "newest_price": max((o.as_of for o in offers), default=None),
+            })
+        return rows
+
+
+def _check_kind(k: str) -> set[str]:
+    k = k.strip().lower()
+    if k not in PROVIDER_KINDS:
+        raise UsageError(f"unknown provider kind {k!r}; use one of: {', '.join(PROVIDER_KINDS)}")
+    return {k}
+
+
+def _union(values, resolve) -> set[str] | None:
+    """None when no filter is given; else the union of what each comma-separated value resolves to."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    parts = [v.strip() for item in values for v in str(item).split(",") if v.strip()]
+    if not parts:
+        return None
+    out: set[str] = set()
+    for v in parts:
+        out |= resolve(v)
+    return out

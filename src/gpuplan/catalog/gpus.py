@@ -1,0 +1,79 @@
+"""GPU spec table and the forgiving name resolver.
+
+Names arrive from users, config files and every cloud's API in a different spelling
+('h100', 'H100 80GB HBM3', 'NVIDIA H100-SXM5-80GB', SkyPilot's 'A100-80GB'); they all
+resolve to one canonical id keyed to the spec table.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import re
+from importlib import resources
+
+from gpuplan.catalog.records import Gpu
+from gpuplan.errors import UnknownNameError
+
+_VENDOR_WORDS = re.compile(r"^(nvidia|amd|intel|google|tesla|geforce|radeon|instinct)+")
+
+
+def normalize_gpu_name(name: str) -> str:
+    """Lower-case alphanumerics with vendor words dropped: 'NVIDIA H100-SXM' -> 'h100sxm'."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    key = _VENDOR_WORDS.sub("", key)
+    return key.replace("geforce", "").replace("tesla", "")
+
+
+def _data_rows(filename: str) -> list[dict[str, str]]:
+    with resources.files("gpuplan.catalog.data").joinpath(filename).open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _opt(v: str) -> float | None:
+    return float(v) if v not in ("", None) else None
+
+
+@functools.cache
+def all_gpus() -> dict[str, Gpu]:
+    """Every GPU in the bundled spec table, by canonical id."""
+    out = {}
+    for r in _data_rows("gpus.csv"):
+        out[r["id"]] = Gpu(
+            id=r["id"], vendor=r["vendor"], memory_gb=float(r["memory_gb"]),
+            mem_bw_tbps=float(r["mem_bw_tbps"]), bf16_tflops=float(r["bf16_tflops"]),
+            fp8_tflops=_opt(r["fp8_tflops"]), fp4_tflops=_opt(r["fp4_tflops"]),
+            tf32_tflops=_opt(r["tf32_tflops"]), nvlink_gbps=float(r["nvlink_gbps"] or 0),
+            tdp_w=_opt(r["tdp_w"]), year=int(r["year"]) if r["year"] else None,
+            form_factor=r["form_factor"], source=r["source"],
+        )
+    return out
+
+
+@functools.cache
+def _alias_table() -> dict[str, str]:
+    table = {normalize_gpu_name(g): g for g in all_gpus()}
+    for r in _data_rows("gpu_aliases.csv"):
+        table[normalize_gpu_name(r["alias"])] = r["gpu"]
+    return table
+
+
+def resolve_gpu_id(name: str) -> str:
+    """Canonical id for any known spelling; UnknownNameError lists the closest ids."""
+    key = normalize_gpu_name(name)
+    table = _alias_table()
+    if key in table:
+        return table[key]
+    # Trailing memory/packaging words ('H100 80GB HBM3') rarely change the chip.
+    stripped = re.sub(r"(\d+gb)?(hbm\d?e?|gddr\d?x?)?$", "", key)
+    if stripped and stripped in table:
+        return table[stripped]
+    import difflib
+
+    near = difflib.get_close_matches(key, list(table), n=12, cutoff=0.5)
+    suggestions = list(dict.fromkeys(table[k] for k in near))[:4]
+    raise UnknownNameError("GPU", name, list(all_gpus()), suggestions=suggestions)
+
+
+def get_gpu(name: str) -> Gpu:
+    """The spec record for any known spelling of a GPU name."""
+    return all_gpus()[resolve_gpu_id(name)]

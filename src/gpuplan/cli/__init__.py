@@ -1,0 +1,1 @@
+"""Command-line presenter: parses options, calls the library, renders results."""

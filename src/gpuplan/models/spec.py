@@ -1,0 +1,136 @@
+"""A transformer's shape, and the parameter and KV-cache counts that follow from it.
+
+Everything the estimators need about a model is here: total parameters drive memory,
+active parameters drive FLOPs (MoE), and the attention kind drives the KV cache.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+AttentionKind = Literal["mha", "gqa", "mla"]
+
+
+class ModelSpec(BaseModel):
+    """Decoder-only transformer. Field names follow Hugging Face config.json where one exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    n_layers: int = Field(gt=0, le=100_000)
+    hidden_size: int = Field(gt=0, le=1_000_000)
+    n_heads: int = Field(gt=0, le=100_000)
+    n_kv_heads: int = Field(gt=0, le=100_000)
+    head_dim: int = Field(gt=0, le=100_000)
+    ffn_size: int = Field(gt=0, le=10_000_000, description="dense FFN intermediate size")
+    gated_ffn: bool = True  # SwiGLU/GeGLU: three matrices instead of two
+    vocab_size: int = Field(gt=0, le=10_000_000)
+    tied_embeddings: bool = False
+    attention: AttentionKind = "gqa"
+    qkv_bias: bool = False
+    max_seq_len: int = Field(default=4096, gt=0)
+    sliding_window: int | None = Field(default=None, gt=0)
+    # MLA (DeepSeek-V2/V3): low-rank compressed KV.
+    q_lora_rank: int | None = Field(default=None, gt=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+    # Mixture of experts; n_experts == 0 means dense.
+    n_experts: int = Field(default=0, ge=0)
+    n_active_experts: int = Field(default=0, ge=0)
+    n_shared_experts: int = Field(default=0, ge=0)
+    expert_ffn_size: int | None = Field(default=None, gt=0)
+    shared_expert_ffn_size: int | None = Field(default=None, gt=0)
+    n_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN (MoE models)")
+    # What the model's authors published, for checking the counts above.
+    published_params: float | None = None
+    published_active_params: float | None = None
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelSpec":
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+        if self.n_experts:
+            if not 0 < self.n_active_experts <= self.n_experts:
+                raise ValueError("n_active_experts must be in 1..n_experts")
+            if self.n_dense_layers > self.n_layers:
+                raise ValueError("n_dense_layers exceeds n_layers")
+        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
+            raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        return self
+
+    # ---- structure -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    def _ffn_params(self, ffn_size: int) -> int:
+        return (3 if self.gated_ffn else 2) * self.hidden_size * ffn_size
+
+    def attention_params_per_layer(self) -> int:
+        h, a = self.hidden_size, self.n_heads
+        if self.attention == "mla":
+            nope = self.qk_nope_head_dim or self.head_dim
+            rope = self.qk_rope_head_dim or 0
+            v = self.v_head_dim or self.head_dim
+            qk = nope + rope
+            q = (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * qk) if self.q_lora_rank else h * a * qk
+            kv = h * (self.kv_lora_rank + rope) + self.kv_lora_rank + self.kv_lora_rank * a * (nope + v)
+            return q + kv + a * v * h
+        d = self.head_dim
+        q_out = a * d
+        kv_out = 2 * self.n_kv_heads * d
+        bias = (q_out + kv_out) if self.qkv_bias else 0
+        return h * (q_out + kv_out) + q_out * h + bias
+
+    def expert_params(self) -> int:
+        """One routed expert's FFN."""
+        return self._ffn_params(self.expert_ffn_size or self.ffn_size)
+
+    def _shared_expert_params(self) -> int:
+        if not self.n_shared_experts:
+            return 0
+        size = self.shared_expert_ffn_size or (self.expert_ffn_size or self.ffn_size) * self.n_shared_experts
+        return self._ffn_params(size)
+
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+
+    def _norm_params(self) -> int:
+        return 2 * self.hidden_size * self.n_layers + self.hidden_size
+
+    # ---- counts ----------------------------------------------------------------------------
+    def total_params(self) -> float:
+        """All weights: what memory holds."""
+        n = self.embedding_params() + self._norm_params() + self.n_layers * self.attention_params_per_layer()
+        if not self.is_moe:
+            return float(n + self.n_layers * self._ffn_params(self.ffn_size))
+        n += self.n_dense_layers * self._ffn_params(self.ffn_size)
+        per_moe = self.n_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
+        return float(n + self.n_moe_layers * per_moe)
+
+    def active_params(self) -> float:
+        """Weights each token passes through: what FLOPs scale with."""
+        if not self.is_moe:
+            return self.total_params()
+        n = self.embedding_params() + self._norm_params() + self.n_layers * self.attention_params_per_layer()
+        n += self.n_dense_layers * self._ffn_params(self.ffn_size)
+        per_moe = self.n_active_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
+        return float(n + self.n_moe_layers * per_moe)
+
+    def non_embedding_active_params(self) -> float:
+        """Active weights in matrix multiplies per token, without the input embedding lookup."""
+        return self.active_params() - self.vocab_size * self.hidden_size * (0 if self.tied_embeddings else 1)
+
+    def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
+        """KV cache for one token across all layers: 2·L·G_kv·d_h·b, or L·(r_kv + d_rope)·b for MLA."""
+        if self.attention == "mla":
+            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
+        return 2 * self.n_layers * self.n_kv_heads * self.head_dim * bytes_per_element

@@ -1,0 +1,28 @@
+"""Shared test setup: every test runs against the bundled catalog unless it opts into a store."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """Never read or write the developer's real store or config: point them at empty temp dirs."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.delenv("GPUPLAN_DB", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the CLI in-process: returns (exit code, stdout, stderr)."""
+    from gpuplan.cli.main import main
+
+    def run(*args: str):
+        code = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
