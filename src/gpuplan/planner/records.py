@@ -1,0 +1,93 @@
+"""What the planner returns: ranked plans, each explainable down to the offer it rents.
+
+This is also the contract of `gpuplan plan ... --json` that exports and the web page read.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.catalog.records import Offer
+
+
+class Layout(BaseModel):
+    """Parallel layout per model replica (training) or per serving replica."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    dp: int = 1
+    ep: int = 1
+    micro_batch: int | None = None
+    recompute: str | None = None
+    zero: int | None = None
+
+
+class CostBreakdown(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    compute_usd: float
+    storage_usd: float = 0.0
+    egress_usd: float = 0.0
+    other_usd: float = 0.0
+
+
+class Plan(BaseModel):
+    """One way to run the workload: an offer, how many nodes, the layout, and what it costs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int = 0
+    workload: Literal["train", "serve"]
+    provider: str
+    provider_name: str
+    provider_kind: str
+    gpu: str
+    instance_type: str
+    region: str
+    pricing: str
+    gpus_per_node: float
+    nodes: int = Field(gt=0)
+    gpus: int = Field(gt=0)
+    precision: str
+    layout: Layout
+    wall_hours: float = Field(description="expected wall time incl. goodput, checkpoints, preemptions")
+    wall_p90_hours: float
+    gpu_hours: float = Field(description="billed GPU-hours")
+    cost_usd: float = Field(description="expected total: compute + storage + egress")
+    cost_p90_usd: float
+    cost: CostBreakdown
+    checkpoint_interval_min: float | None = None
+    expected_interruptions: float | None = None
+    risk: float = Field(ge=0, le=1, description="0 = no known risk; higher = more likely to overrun or fail")
+    risk_notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    price_age_days: int
+    stale: bool
+    confidence: str
+    # Serving plans only.
+    replicas: int | None = None
+    gpus_per_replica: int | None = None
+    output_tokens_per_s: float | None = None
+    cost_per_million_output_tokens_usd: float | None = None
+    network_rtt_ms: float | None = None
+    offer: Offer
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlanResult(BaseModel):
+    """Ranked plans, the cost-vs-time Pareto front, and why the first wins."""
+
+    workload: Literal["train", "serve"]
+    model: str
+    summary: dict[str, Any]
+    plans: list[Plan]
+    pareto_ranks: list[int] = Field(description="ranks of plans on the cost/time Pareto front")
+    why: list[str]
+    placement: dict[str, Any] = Field(default_factory=dict)
+    rejected: dict[str, int] = Field(default_factory=dict)
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+    thresholds: list[dict[str, Any]] = Field(default_factory=list)
