@@ -1,0 +1,362 @@
+"""Read a Hugging Face `config.json` into a ModelSpec, and write one back.
+
+HF families spell the same quantity differently (`n_layer`, `num_hidden_layers`,
+`num_layers`...), and leave some fields implicit (KV heads default to the head count,
+head_dim to hidden/heads, tied embeddings to a per-family default). This module holds
+those spellings and defaults in one table-driven place, and turns every malformed input
+into a one-line UsageError that names the file and the field.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuplan.errors import UsageError
+from gpuplan.models.spec import ModelSpec
+
+# Alternative spellings, first match wins.
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_HIDDEN = ("hidden_size", "n_embd", "d_model", "n_embed", "dim")
+_HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+_KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "n_head_kv", "multi_query_group_num")
+_FFN = ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size", "d_ff", "ffn_size")
+_VOCAB = ("vocab_size", "padded_vocab_size", "n_vocab")
+_MAX_SEQ = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length", "max_seq_len")
+_N_EXPERTS = ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts", "n_experts")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "num_selected_experts", "top_k")
+_ACT = ("hidden_act", "hidden_activation", "activation_function", "activation")
+
+# Families whose FFN is gated (SwiGLU/GeGLU) whatever the activation is called.
+_GATED_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "deepseek_v2", "deepseek_v3", "kimi_k2", "phi3", "gpt_oss", "olmo", "olmo2", "internlm2",
+    "yi", "baichuan", "cohere", "granite", "exaone", "minicpm", "glm4_moe", "ernie4_5", "llama4_text",
+}
+_UNGATED_TYPES = {"gpt2", "gpt_neox", "opt", "bloom", "falcon", "gptj", "gpt_bigcode", "phi", "starcoder2", "nemotron", "mpt"}
+_GATED_ACTS = {"silu", "swish", "swiglu", "geglu", "reglu", "silu_and_mul"}
+# Families with biases on the q/k/v projections by construction.
+_QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "gpt2", "gpt_neox", "opt", "bloom", "gptj", "gpt_bigcode", "phi"}
+# tie_word_embeddings when config.json is silent (HF class defaults; HF's base default is True).
+_UNTIED_DEFAULT_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+    "kimi_k2", "gpt_neox", "phi3", "gpt_oss", "falcon", "nemotron", "olmo", "olmo2", "internlm2", "cohere",
+}
+
+# Sanity caps: bigger than any real model by orders of magnitude, small enough to catch typos.
+_CAPS = {
+    "n_layers": 10_000, "hidden_size": 1_000_000, "n_heads": 100_000, "n_kv_heads": 100_000, "head_dim": 100_000,
+    "ffn_size": 10_000_000, "vocab_size": 10_000_000, "max_seq_len": 1_000_000_000, "n_experts": 100_000,
+    "n_active_experts": 100_000, "n_shared_experts": 100_000, "expert_ffn_size": 10_000_000,
+    "shared_expert_ffn_size": 10_000_000, "sliding_window": 1_000_000_000, "q_lora_rank": 1_000_000,
+    "kv_lora_rank": 1_000_000, "qk_nope_head_dim": 100_000, "qk_rope_head_dim": 100_000, "v_head_dim": 100_000,
+}
+_MAX_TOTAL_PARAMS = 1e15
+
+
+class _Reader:
+    """Typed access to one config dict, with errors that name the file and the field."""
+
+    def __init__(self, cfg: dict[str, Any], label: str):
+        self.cfg, self.label = cfg, label
+
+    def fail(self, field: str, why: str) -> UsageError:
+        return UsageError(f"{self.label}: field {field!r} {why}")
+
+    def first(self, names: tuple[str, ...]) -> tuple[str | None, Any]:
+        for n in names:
+            if self.cfg.get(n) is not None:
+                return n, self.cfg[n]
+        return None, None
+
+    def int_field(self, names: tuple[str, ...] | str, cap_key: str, required: bool = False,
+                  default: int | None = None, allow_zero: bool = False) -> int | None:
+        names = (names,) if isinstance(names, str) else names
+        field, value = self.first(names)
+        if field is None:
+            if required:
+                raise UsageError(f"{self.label}: missing field {names[0]!r}"
+                                 + (f" (or {', '.join(repr(n) for n in names[1:])})" if len(names) > 1 else ""))
+            return default
+        return self.as_int(field, value, cap_key, allow_zero)
+
+    def as_int(self, field: str, value: Any, cap_key: str, allow_zero: bool = False) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(field, f"must be a number, got {_short(value)}")
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(field, f"must be finite, got {value}")
+            if value != int(value):
+                raise self.fail(field, f"must be a whole number, got {value}")
+        n = int(value)
+        if n < 0 or (n == 0 and not allow_zero):
+            raise self.fail(field, f"must be {'>= 0' if allow_zero else 'positive'}, got {n}")
+        cap = _CAPS[cap_key]
+        if n > cap:
+            raise self.fail(field, f"is implausibly large ({n:,}; limit {cap:,})")
+        return n
+
+    def flag(self, name: str, default: bool) -> bool:
+        v = self.cfg.get(name)
+        if v is None:
+            return default
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v in (0, 1):
+            return bool(v)
+        raise self.fail(name, f"must be true or false, got {_short(v)}")
+
+    def text(self, names: tuple[str, ...]) -> str:
+        _, v = self.first(names)
+        return v.lower() if isinstance(v, str) else ""
+
+
+def _short(value: Any) -> str:
+    s = json.dumps(value) if isinstance(value, (str, list, dict)) else repr(value)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def load_config(path_or_dict: Any) -> tuple[dict[str, Any], str]:
+    """The config dict and a label for messages; a folder means its config.json."""
+    if isinstance(path_or_dict, dict):
+        return path_or_dict, "config"
+    if not isinstance(path_or_dict, (str, Path)):
+        raise UsageError(f"model config must be a path or a dict, got {type(path_or_dict).__name__}")
+    path = Path(path_or_dict).expanduser()
+    label = str(path_or_dict)
+    try:
+        if path.is_dir():
+            path = path / "config.json"
+            label = str(path)
+            if not path.is_file():
+                raise UsageError(f"{label}: not found (the folder has no config.json)")
+        if not path.is_file():
+            raise UsageError(f"{label}: file not found")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{label}: cannot read ({e.strerror or e})") from None
+    if len(raw) > 50_000_000:
+        raise UsageError(f"{label}: too large for a config.json ({len(raw):,} bytes)")
+    try:
+        cfg = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{label}: not a text file (expected a JSON config.json)") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{label}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise UsageError(f"{label}: JSON nested too deeply") from None
+    if not isinstance(cfg, dict):
+        raise UsageError(f"{label}: expected a JSON object, got a {type(cfg).__name__}")
+    return cfg, label
+
+
+def _text_part(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Multimodal wrappers keep the language model under text_config / llm_config."""
+    if any(cfg.get(k) is not None for k in _LAYERS):
+        return cfg
+    for key in ("text_config", "llm_config", "language_config", "thinker_config"):
+        sub = cfg.get(key)
+        if isinstance(sub, dict):
+            if key == "thinker_config" and isinstance(sub.get("text_config"), dict):
+                sub = sub["text_config"]
+            merged = dict(sub)
+            if "tie_word_embeddings" not in merged and "tie_word_embeddings" in cfg:
+                merged["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+            return merged
+    return cfg
+
+
+def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
+    """A ModelSpec from a HF config.json path, a folder holding one, or a parsed dict."""
+    cfg, label = load_config(path_or_dict)
+    outer = cfg
+    cfg = _text_part(cfg)
+    r = _Reader(cfg, label)
+    model_type = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else ""
+    model_type = model_type.lower()
+
+    n_layers = r.int_field(_LAYERS, "n_layers", required=True)
+    hidden = r.int_field(_HIDDEN, "hidden_size", required=True)
+    n_heads = r.int_field(_HEADS, "n_heads", required=True)
+    vocab = r.int_field(_VOCAB, "vocab_size", required=True)
+
+    # MLA (DeepSeek-V2/V3, Kimi-K2): compressed KV; every head has its own K/V after up-projection.
+    kv_lora = r.int_field("kv_lora_rank", "kv_lora_rank")
+    mla: dict[str, Any] = {}
+    if kv_lora:
+        rope = r.int_field("qk_rope_head_dim", "qk_rope_head_dim", required=True)
+        nope = r.int_field("qk_nope_head_dim", "qk_nope_head_dim", required=True)
+        v_dim = r.int_field("v_head_dim", "v_head_dim", default=nope)
+        mla = dict(attention="mla", kv_lora_rank=kv_lora, q_lora_rank=r.int_field("q_lora_rank", "q_lora_rank"),
+                   qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=v_dim)
+        n_kv, head_dim = n_heads, nope + rope
+    else:
+        if cfg.get("multi_query") is True and r.first(_KV_HEADS)[0] is None:
+            n_kv = 1
+        else:
+            n_kv = r.int_field(_KV_HEADS, "n_kv_heads", default=n_heads)
+        head_dim = r.int_field(("head_dim", "kv_channels", "attention_head_dim"), "head_dim")
+        if head_dim is None:
+            if hidden % n_heads:
+                raise r.fail(r.first(_HIDDEN)[0] or "hidden_size",
+                             f"({hidden}) is not divisible by the head count ({n_heads}) and no head_dim is given")
+            head_dim = hidden // n_heads
+        if n_heads % n_kv:
+            raise r.fail(r.first(_KV_HEADS)[0] or "num_key_value_heads",
+                         f"({n_kv}) must divide the attention head count ({n_heads})")
+
+    gated = _is_gated(model_type, r.text(_ACT))
+    ffn_field, _ = r.first(_FFN)
+    if ffn_field is None and model_type in {"gpt2", "bloom", "falcon", "gptj", "gpt_bigcode", "mpt"} | {""}:
+        ffn = 4 * hidden  # GPT-2 style: n_inner null means 4 * n_embd
+        if model_type == "mpt" and isinstance(cfg.get("expansion_ratio"), (int, float)):
+            ffn = r.as_int("expansion_ratio", cfg["expansion_ratio"] * hidden, "ffn_size")
+    else:
+        ffn = r.int_field(_FFN, "ffn_size", required=True)
+
+    moe = _moe_fields(r, n_layers, ffn)
+    tied = r.flag("tie_word_embeddings", model_type not in _UNTIED_DEFAULT_TYPES)
+    if "tie_word_embeddings" not in cfg and outer is not cfg and isinstance(outer.get("tie_word_embeddings"), bool):
+        tied = outer["tie_word_embeddings"]
+    qkv_bias = r.flag("attention_bias", model_type in _QKV_BIAS_TYPES) or r.flag("qkv_bias", False)
+    if model_type in {"opt", "bloom"}:
+        qkv_bias = r.flag("enable_bias", True)
+    elif model_type == "falcon":
+        qkv_bias = r.flag("bias", False)
+    max_seq = r.int_field(_MAX_SEQ, "max_seq_len", default=4096)
+    attention = mla.pop("attention", "mha" if n_kv == n_heads else "gqa")
+
+    fields: dict[str, Any] = dict(
+        name=name or _name(outer, cfg, label), n_layers=n_layers, hidden_size=hidden, n_heads=n_heads,
+        n_kv_heads=n_kv, head_dim=head_dim, ffn_size=ffn, gated_ffn=gated, vocab_size=vocab,
+        tied_embeddings=tied, attention=attention, qkv_bias=qkv_bias, max_seq_len=max_seq,
+        sliding_window=_sliding_window(r, n_layers), source=label if label != "config" else "config.json",
+        **mla, **moe,
+    )
+    try:
+        spec = ModelSpec(**fields)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "config"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        raise UsageError(f"{label}: inconsistent model shape ({loc}: {msg})") from None
+    if spec.total_params() > _MAX_TOTAL_PARAMS:
+        raise UsageError(f"{label}: implausible shape: {spec.total_params():.3g} parameters (limit {_MAX_TOTAL_PARAMS:.0e})")
+    return spec
+
+
+def _is_gated(model_type: str, act: str) -> bool:
+    if model_type in _GATED_TYPES:
+        return True
+    if model_type in _UNGATED_TYPES:
+        return False
+    return act in _GATED_ACTS or act.endswith("glu")
+
+
+def _moe_fields(r: _Reader, n_layers: int, ffn: int) -> dict[str, Any]:
+    """Experts, top-k, shared experts and leading dense layers, across MoE families."""
+    n_experts = r.int_field(_N_EXPERTS, "n_experts", default=0, allow_zero=True)
+    if not n_experts or n_experts == 1:
+        return {}
+    top_k = r.int_field(_TOP_K, "n_active_experts", required=True)
+    if top_k > n_experts:
+        raise r.fail(r.first(_TOP_K)[0], f"({top_k}) exceeds the number of experts ({n_experts})")
+    expert_ffn = r.int_field(("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size"),
+                             "expert_ffn_size", default=ffn)
+    out: dict[str, Any] = dict(n_experts=n_experts, n_active_experts=top_k, expert_ffn_size=expert_ffn)
+    shared_size = r.int_field("shared_expert_intermediate_size", "shared_expert_ffn_size")
+    n_shared = r.int_field(("n_shared_experts", "num_shared_experts"), "n_shared_experts", default=0, allow_zero=True)
+    if shared_size:  # Qwen-MoE: one shared expert of its own width
+        out.update(n_shared_experts=max(1, n_shared), shared_expert_ffn_size=shared_size)
+    elif n_shared:
+        out.update(n_shared_experts=n_shared)
+    n_dense = r.int_field("first_k_dense_replace", "n_layers", default=0, allow_zero=True)
+    step = r.int_field(("decoder_sparse_step", "moe_layer_freq"), "n_layers", default=1)
+    dense_only = r.cfg.get("mlp_only_layers")
+    dense_set = {i for i in dense_only if isinstance(i, int) and not isinstance(i, bool)} if isinstance(dense_only, list) else set()
+    for i in range(min(n_layers, 10_000)):
+        if i < n_dense or i in dense_set or (i + 1) % step:
+            dense_set.add(i)
+    out["n_dense_layers"] = len({i for i in dense_set if 0 <= i < n_layers})
+    if out["n_dense_layers"] >= n_layers:
+        return {}  # no layer is sparse: a dense model
+    return out
+
+
+def _sliding_window(r: _Reader, n_layers: int) -> int | None:
+    """A window only when every layer uses it (Mistral-7B); alternating patterns are left out."""
+    if r.cfg.get("use_sliding_window") is False:
+        return None
+    window = r.int_field(("sliding_window",), "sliding_window")
+    if not window:
+        return None
+    layer_types = r.cfg.get("layer_types")
+    if isinstance(layer_types, list) and any(t != "sliding_attention" for t in layer_types):
+        return None
+    pattern = r.cfg.get("sliding_window_pattern")
+    model_type = str(r.cfg.get("model_type") or "").lower()
+    if model_type.startswith(("gemma2", "gemma3", "gpt_oss", "cohere2")) or (isinstance(pattern, int) and pattern > 1):
+        return None
+    return window
+
+
+def _name(outer: dict[str, Any], cfg: dict[str, Any], label: str) -> str:
+    for d in (outer, cfg):
+        v = d.get("_name_or_path")
+        if isinstance(v, str) and v.strip():
+            return v.strip().rstrip("/").rsplit("/", 1)[-1][:100]
+    if label != "config":
+        parent = Path(label).parent.name
+        if parent:
+            return parent[:100]
+    for d in (outer, cfg):
+        archs = d.get("architectures")
+        if isinstance(archs, list) and archs and isinstance(archs[0], str):
+            return archs[0][:100]
+        if isinstance(d.get("model_type"), str) and d["model_type"]:
+            return d["model_type"][:100]
+    return "custom-model"
+
+
+def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
+    """An HF-style config.json dict for a spec (what a checkpoint of this shape would carry)."""
+    if spec.attention == "mla":
+        model_type = "deepseek_v3"
+    elif spec.is_moe:
+        model_type = "mixtral"
+    elif not spec.gated_ffn:
+        model_type = "gpt_neox"
+    else:
+        model_type = "qwen2" if spec.qkv_bias else "llama"
+    cfg: dict[str, Any] = {
+        "_name_or_path": spec.name,
+        "model_type": model_type,
+        "num_hidden_layers": spec.n_layers,
+        "hidden_size": spec.hidden_size,
+        "num_attention_heads": spec.n_heads,
+        "num_key_value_heads": spec.n_kv_heads,
+        "head_dim": spec.head_dim,
+        "intermediate_size": spec.ffn_size,
+        "hidden_act": "silu" if spec.gated_ffn else "gelu",
+        "vocab_size": spec.vocab_size,
+        "tie_word_embeddings": spec.tied_embeddings,
+        "attention_bias": spec.qkv_bias,
+        "max_position_embeddings": spec.max_seq_len,
+        "sliding_window": spec.sliding_window,
+    }
+    if spec.attention == "mla":
+        cfg.update(q_lora_rank=spec.q_lora_rank, kv_lora_rank=spec.kv_lora_rank, qk_nope_head_dim=spec.qk_nope_head_dim,
+                   qk_rope_head_dim=spec.qk_rope_head_dim, v_head_dim=spec.v_head_dim)
+        cfg.pop("head_dim")
+    if spec.is_moe:
+        cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,
+                   moe_intermediate_size=spec.expert_ffn_size or spec.ffn_size,
+                   first_k_dense_replace=spec.n_dense_layers)
+        if spec.n_shared_experts:
+            cfg["n_shared_experts"] = spec.n_shared_experts
+            if spec.shared_expert_ffn_size:
+                cfg["shared_expert_intermediate_size"] = spec.shared_expert_ffn_size
+    return cfg

@@ -1,0 +1,249 @@
+"""config.json parsing: real HF configs, round trips of every preset, and hostile input."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuplan.errors import UsageError
+from gpuplan.models import get_preset, model_from_config, preset_ids, resolve_model
+from gpuplan.models.hf_config import spec_to_config
+from gpuplan.models.spec import ModelSpec
+
+# Shape fields as published in each model's config.json on the Hugging Face hub.
+LLAMA31_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 131072, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False,
+    "attention_bias": False, "rope_theta": 500000.0, "torch_dtype": "bfloat16",
+}
+QWEN25_7B = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu", "hidden_size": 3584,
+    "intermediate_size": 18944, "max_position_embeddings": 131072, "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "sliding_window": 131072, "use_sliding_window": False, "tie_word_embeddings": False,
+    "vocab_size": 152064,
+}
+MIXTRAL_8X7B = {
+    "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+    "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "num_local_experts": 8, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 32000,
+}
+DEEPSEEK_V3 = {
+    "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_nextn_predict_layers": 1, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256, "kv_lora_rank": 512, "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "num_experts_per_tok": 8, "moe_layer_freq": 1,
+    "first_k_dense_replace": 3, "hidden_act": "silu", "max_position_embeddings": 163840, "tie_word_embeddings": False,
+}
+GEMMA2_9B = {
+    "model_type": "gemma2", "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 3584,
+    "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 16, "num_hidden_layers": 42,
+    "num_key_value_heads": 8, "sliding_window": 4096, "vocab_size": 256000,
+}
+QWEN3_235B = {
+    "model_type": "qwen3_moe", "head_dim": 128, "hidden_size": 4096, "intermediate_size": 12288,
+    "max_position_embeddings": 40960, "moe_intermediate_size": 1536, "mlp_only_layers": [], "decoder_sparse_step": 1,
+    "num_attention_heads": 64, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 94,
+    "num_key_value_heads": 4, "tie_word_embeddings": False, "use_sliding_window": False, "vocab_size": 151936,
+}
+QWEN15_MOE = {  # Qwen1.5-MoE-A2.7B: 14.3B total, 2.7B active, one wide shared expert
+    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936, "tie_word_embeddings": False,
+    "decoder_sparse_step": 1, "max_position_embeddings": 8192,
+}
+DEEPSEEK_V2_LITE = {  # no q_lora_rank: queries are projected directly; 15.7B total
+    "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+    "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+    "kv_lora_rank": 512, "q_lora_rank": None, "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128,
+    "vocab_size": 102400, "max_position_embeddings": 163840, "tie_word_embeddings": False,
+}
+GPT2 = {"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None, "n_positions": 1024,
+        "vocab_size": 50257, "activation_function": "gelu_new"}
+PYTHIA_70M = {"model_type": "gpt_neox", "hidden_act": "gelu", "hidden_size": 512, "intermediate_size": 2048,
+              "max_position_embeddings": 2048, "num_attention_heads": 8, "num_hidden_layers": 6,
+              "tie_word_embeddings": False, "vocab_size": 50304, "use_parallel_residual": True}
+MISTRAL_7B = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+              "num_hidden_layers": 32, "num_key_value_heads": 8, "sliding_window": 4096, "vocab_size": 32000,
+              "max_position_embeddings": 32768, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("cfg, total, active, rel", [
+    (LLAMA31_8B, 8_030_261_248, None, 1e-9),
+    (QWEN25_7B, 7_615_616_512, None, 1e-9),
+    (MIXTRAL_8X7B, 46_702_792_704, 12.9e9, 0.005),
+    (DEEPSEEK_V3, 671e9, 37e9, 0.02),
+    (GEMMA2_9B, 9_241_705_984, None, 0.001),
+    (QWEN3_235B, 235_093_634_560, 22e9, 0.02),
+    (QWEN15_MOE, 14.3e9, 2.7e9, 0.01),
+    (DEEPSEEK_V2_LITE, 15.7e9, None, 0.02),  # its "2.4B active" seems to leave out the 0.2B input embedding
+    (GPT2, 124_439_808, None, 0.01),  # HF count includes 0.8M learned positions and biases
+    (PYTHIA_70M, 70_426_624, None, 0.001),
+    (MISTRAL_7B, 7_241_732_096, None, 1e-9),
+])
+def test_real_configs_give_published_counts(cfg, total, active, rel):
+    spec = model_from_config(cfg)
+    assert spec.total_params() == pytest.approx(total, rel=rel)
+    if active:
+        assert spec.active_params() == pytest.approx(active, rel=rel)
+
+
+def test_family_details_from_config():
+    assert model_from_config(QWEN25_7B).qkv_bias and model_from_config(QWEN25_7B).sliding_window is None
+    assert model_from_config(GEMMA2_9B).tied_embeddings  # gemma default
+    assert model_from_config(GEMMA2_9B).sliding_window is None  # alternating local/global layers
+    assert model_from_config(MISTRAL_7B).sliding_window == 4096
+    assert not model_from_config(GPT2).gated_ffn and model_from_config(GPT2).ffn_size == 4 * 768
+    assert model_from_config(GPT2).tied_embeddings and not model_from_config(PYTHIA_70M).tied_embeddings
+    lite = model_from_config(DEEPSEEK_V2_LITE)
+    assert lite.attention == "mla" and lite.q_lora_rank is None and lite.n_dense_layers == 1
+    assert lite.kv_bytes_per_token(2.0) == 27 * (512 + 64) * 2
+    assert model_from_config(QWEN15_MOE).shared_expert_ffn_size == 5632
+    assert model_from_config(LLAMA31_8B).attention == "gqa"
+    assert model_from_config(GPT2).attention == "mha"
+
+
+def test_multimodal_wrapper_uses_text_config():
+    cfg = {"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"],
+           "vision_config": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16},
+           "text_config": dict(LLAMA31_8B)}
+    assert model_from_config(cfg).total_params() == 8_030_261_248
+    cfg["text_config"].pop("tie_word_embeddings")
+    cfg["tie_word_embeddings"] = True
+    assert model_from_config(cfg).tied_embeddings
+
+
+@pytest.mark.parametrize("pid", preset_ids())
+def test_round_trip_every_preset_through_a_file(pid, tmp_path):
+    spec = get_preset(pid)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(spec_to_config(spec)))
+    back = model_from_config(path)
+    assert back.total_params() == spec.total_params()
+    assert back.active_params() == spec.active_params()
+    assert back.kv_bytes_per_token(2.0) == spec.kv_bytes_per_token(2.0)
+    assert back.name == spec.name
+    assert resolve_model(str(tmp_path)).total_params() == spec.total_params()  # a folder holding config.json
+
+
+def test_resolve_model_accepts_a_path(tmp_path):
+    p = tmp_path / "my-model" / "config.json"
+    p.parent.mkdir()
+    p.write_text(json.dumps(LLAMA31_8B))
+    assert resolve_model(str(p)).total_params() == 8_030_261_248
+
+
+BASE = dict(LLAMA31_8B)
+
+
+def _with(**changes):
+    cfg = dict(BASE)
+    for k, v in changes.items():
+        if v is _DROP:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize("cfg, field", [
+    (_with(num_hidden_layers=0), "num_hidden_layers"),
+    (_with(num_hidden_layers=-3), "num_hidden_layers"),
+    (_with(num_hidden_layers=1e12), "num_hidden_layers"),
+    (_with(num_hidden_layers=float("nan")), "num_hidden_layers"),
+    (_with(hidden_size=float("inf")), "hidden_size"),
+    (_with(hidden_size=4096.5), "hidden_size"),
+    (_with(hidden_size="4096"), "hidden_size"),
+    (_with(hidden_size=True), "hidden_size"),
+    (_with(num_hidden_layers=_DROP), "num_hidden_layers"),
+    (_with(vocab_size=_DROP), "vocab_size"),
+    (_with(intermediate_size=_DROP), "intermediate_size"),
+    (_with(num_key_value_heads=5), "num_key_value_heads"),
+    (_with(num_attention_heads=30), "hidden_size"),
+    (_with(vocab_size=[1, 2]), "vocab_size"),
+    (_with(tie_word_embeddings="yes"), "tie_word_embeddings"),
+    (_with(num_local_experts=8, num_experts_per_tok=9), "num_experts_per_tok"),
+    (_with(num_local_experts=8), "num_experts_per_tok"),
+    (_with(kv_lora_rank=512), "qk_rope_head_dim"),
+])
+def test_hostile_configs_name_the_field(cfg, field, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg, allow_nan=True))
+    with pytest.raises(UsageError) as ei:
+        model_from_config(path)
+    msg = str(ei.value)
+    assert "\n" not in msg and str(path) in msg and field in msg
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"not json at all", "not valid JSON"),
+    (b"", "not valid JSON"),
+    (b"[1, 2, 3]", "JSON object"),
+    (b"42", "JSON object"),
+    (b"\xff\xfe\x00\x00garbage", "not a text file"),
+    (b"{}", "missing field"),
+    (b'{"num_hidden_layers": 2', "not valid JSON"),
+])
+def test_hostile_files(content, needle, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as ei:
+        model_from_config(str(path))
+    assert needle in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_missing_paths(tmp_path):
+    with pytest.raises(UsageError, match="file not found"):
+        model_from_config(tmp_path / "nope.json")
+    with pytest.raises(UsageError, match="no config.json"):
+        model_from_config(tmp_path)
+    with pytest.raises(UsageError, match="file not found"):
+        resolve_model(str(tmp_path / "missing" / "config.json"))
+    with pytest.raises(UsageError):
+        model_from_config(12345)
+
+
+def test_absurd_but_individually_valid_shape_is_rejected():
+    cfg = _with(num_hidden_layers=9000, hidden_size=900_000, num_attention_heads=7031, num_key_value_heads=7031,
+                head_dim=128, intermediate_size=9_000_000)
+    with pytest.raises(UsageError, match="implausible"):
+        model_from_config(cfg)
+
+
+_KEYS = ["model_type", "num_hidden_layers", "n_layer", "hidden_size", "n_embd", "num_attention_heads", "n_head",
+         "num_key_value_heads", "head_dim", "intermediate_size", "n_inner", "vocab_size", "tie_word_embeddings",
+         "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts",
+         "moe_intermediate_size", "shared_expert_intermediate_size", "first_k_dense_replace", "kv_lora_rank",
+         "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "max_position_embeddings",
+         "sliding_window", "use_sliding_window", "attention_bias", "hidden_act", "mlp_only_layers",
+         "decoder_sparse_step", "layer_types", "text_config", "multi_query"]
+_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.integers(1, 70000), st.integers(-2**70, 2**70),
+              st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e12, 4096.0, 0.5, -1.0]),
+              st.text(max_size=8), st.sampled_from(["llama", "gpt2", "gemma2", "deepseek_v3", "qwen2_moe", "silu"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(_KEYS), inner, max_size=6)),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(_KEYS), _values, max_size=20), st.booleans())
+def test_random_dicts_give_a_spec_or_a_usage_error(cfg, start_valid):
+    if start_valid:  # mutate a valid config so the parser gets deep, not just to the first missing field
+        cfg = {**BASE, **cfg}
+    try:
+        spec = model_from_config(cfg)
+    except UsageError as e:
+        assert "\n" not in str(e)
+        return
+    assert isinstance(spec, ModelSpec)
+    assert math.isfinite(spec.total_params()) and spec.total_params() > 0
+    assert 0 < spec.active_params() <= spec.total_params()
+    assert spec.kv_bytes_per_token(2.0) > 0

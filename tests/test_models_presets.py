@@ -1,0 +1,133 @@
+"""Presets: every shape reproduces its published parameter count; KV per token matches formulas.md §4.1."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.errors import UnknownNameError, UsageError
+from gpuplan.models import get_preset, preset_ids, resolve_model
+from gpuplan.models.presets import preset_records
+
+REQUIRED = [
+    "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b",
+    "llama-3.1-405b", "llama-3.3-70b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b",
+    "qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-9b", "gemma-2-27b", "gpt-3-175b",
+    "llama-7b", "llama-13b", "llama-33b", "llama-65b", "pythia-70m", "pythia-6.9b", "opt-175b", "nemotron-4-340b",
+    "deepseek-v2", "tinyllama-1.1b", "qwen2.5-14b", "qwen2.5-32b", "llama-3.2-1b", "llama-3.2-3b", "gemma-2-2b",
+    "mistral-nemo-12b", "phi-3-mini", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
+]
+RECORDS = {r["id"]: r for r in preset_records()}
+
+
+def test_required_presets_present():
+    missing = set(REQUIRED) - set(preset_ids())
+    assert not missing
+
+
+def test_ids_unique_lowercase_and_documented():
+    ids = preset_ids()
+    assert len(ids) == len(set(ids))
+    for r in preset_records():
+        assert r["id"] == r["id"].lower() and " " not in r["id"]
+        assert r["source"].strip(), r["id"]
+        assert r["published_params"] and r["published_params"] > 0, r["id"]
+
+
+def _rounding_tolerance(published: float) -> float:
+    """Half a unit in the last significant digit of a rounded headline figure (32e9 -> 1.6%)."""
+    digits = f"{published:.6g}".split("e")[0].replace(".", "").replace("-", "").rstrip("0") or "1"
+    return 0.5 / int(digits)
+
+
+@pytest.mark.parametrize("pid", preset_ids())
+def test_total_params_match_published_within_1pct(pid):
+    spec = get_preset(pid)
+    assert spec.total_params() == pytest.approx(spec.published_params, rel=0.01)
+
+
+@pytest.mark.parametrize("pid", [p for p in preset_ids() if get_preset(p).is_moe])
+def test_moe_active_params_match_published(pid):
+    spec, rec = get_preset(pid), RECORDS[pid]
+    assert spec.published_active_params, f"{pid}: MoE preset without a published active count"
+    # gpt-oss publishes active weights without the input embedding lookup (a table read, not a matmul).
+    active = spec.non_embedding_active_params() if rec.get("active_excludes_input_embedding") else spec.active_params()
+    tol = 0.02 + _rounding_tolerance(spec.published_active_params)
+    assert active == pytest.approx(spec.published_active_params, rel=tol)
+    assert spec.active_params() < 0.5 * spec.total_params()
+
+
+def test_dense_presets_have_no_active_claim_or_it_matches_total():
+    for pid in preset_ids():
+        spec = get_preset(pid)
+        if not spec.is_moe:
+            assert spec.active_params() == spec.total_params()
+
+
+@pytest.mark.parametrize("pid, kib_bf16", [
+    ("llama-3.1-8b", 128.0), ("llama-3.1-70b", 320.0), ("llama-2-70b", 320.0), ("llama-3-70b", 320.0),
+    ("llama-3.1-405b", 504.0), ("qwen2.5-7b", 56.0), ("deepseek-v3", 68.6),
+])
+def test_kv_per_token_matches_formulas_table(pid, kib_bf16):
+    spec = get_preset(pid)
+    assert spec.kv_bytes_per_token(2.0) / 1024 == pytest.approx(kib_bf16, abs=0.05)
+    assert spec.kv_bytes_per_token(1.0) == pytest.approx(spec.kv_bytes_per_token(2.0) / 2)
+
+
+def test_family_features():
+    assert get_preset("gemma-2-9b").tied_embeddings and get_preset("gemma-2-9b").vocab_size == 256000
+    assert get_preset("gemma-2-9b").head_dim * get_preset("gemma-2-9b").n_heads != get_preset("gemma-2-9b").hidden_size
+    assert get_preset("qwen2.5-7b").qkv_bias and not get_preset("llama-3.1-8b").qkv_bias
+    assert not get_preset("pythia-410m").gated_ffn and not get_preset("nemotron-4-340b").gated_ffn
+    assert get_preset("mistral-7b").sliding_window == 4096
+    mixtral = get_preset("mixtral-8x7b")
+    assert mixtral.total_params() / 1e9 == pytest.approx(46.7, abs=0.05)
+    assert mixtral.active_params() / 1e9 == pytest.approx(12.9, abs=0.05)
+    ds = get_preset("deepseek-v3")
+    assert ds.attention == "mla" and ds.n_dense_layers == 3
+    assert ds.total_params() / 1e9 == pytest.approx(671, rel=0.002)  # MTP module excluded
+    assert get_preset("llama-3.2-1b").tied_embeddings
+
+
+@pytest.mark.parametrize("spelling, pid", [
+    ("Llama-3.1-70B", "llama-3.1-70b"), ("llama3.1-70b", "llama-3.1-70b"), ("meta-llama/Llama-3.1-70B", "llama-3.1-70b"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"), ("LLAMA_3.1_8B", "llama-3.1-8b"),
+    ("Llama-2-70B-chat", "llama-2-70b"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"), ("google/gemma-2-27b-it", "gemma-2-27b"),
+    ("DeepSeek-R1", "deepseek-v3"), ("Mixtral-8x7B", "mixtral-8x7b"), ("LLaMA-33B", "llama-33b"), ("Pythia-1.4B", "pythia-1.4b"),
+    ("GPT-3-175B", "gpt-3-175b"), ("TinyLlama-1.1B", "tinyllama-1.1b"), ("Kimi-K2.5", "kimi-k2"),
+    ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
+])
+def test_forgiving_names(spelling, pid):
+    assert get_preset(spelling).name == pid
+    assert resolve_model(spelling).name == pid
+
+
+def test_every_alias_resolves_to_its_own_preset():
+    for r in preset_records():
+        for name in [r["id"], r["display_name"], r.get("hf_id"), *r["aliases"]]:
+            if name:
+                assert get_preset(name).name == r["id"], name
+
+
+@pytest.mark.parametrize("bad", ["llama-4-70b", "gpt5", "", "   ", "qwen9-7b"])
+def test_unknown_names_are_usage_errors_with_suggestions(bad):
+    with pytest.raises(UsageError) as ei:
+        resolve_model(bad)
+    assert "\n" not in str(ei.value)
+    if bad.strip():
+        assert isinstance(ei.value, UnknownNameError)
+        assert ei.value.suggestions
+
+
+def test_unknown_name_suggests_the_family():
+    with pytest.raises(UnknownNameError) as ei:
+        get_preset("llama-3.1-7b")
+    assert any(s.startswith("llama-3.1") for s in ei.value.suggestions)
+
+
+def test_presets_are_cached_and_frozen():
+    a, b = get_preset("llama-3.1-8b"), get_preset("Llama-3.1-8B")
+    assert a is b
+    with pytest.raises(Exception):
+        a.n_layers = 1  # type: ignore[misc]
+    assert math.isfinite(a.total_params())
