@@ -1,0 +1,149 @@
+"""Serving-engine presets: capacity defaults (data) and speed factors (fitted).
+
+Two files, two kinds of knowledge. `inference-engines.json` holds what each engine does by
+default (memory fraction, KV reservation, batch caps): facts from its documentation.
+`inference-efficiency.json` holds the few numbers fitted to published measurements by
+`scripts/fit_serving_efficiency.py`: achieved bandwidth and compute fractions shared by
+all rows, a tensor-parallel collective latency, a per-step overhead and one speed factor
+per engine. Nothing is fitted per model or per row.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field, replace
+from importlib import resources
+
+from gpuplan.errors import UnknownNameError, UsageError
+
+# Used only until the fit has been written once; the fit replaces them.
+_UNFITTED = {
+    "eta_bw": 0.8,
+    "eta_c": 0.6,
+    "allreduce_latency_us": 10.0,
+    "step_overhead_ms": 1.0,
+    "lowp_gemm_ratio": 0.8,
+    "engine_factor": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0},
+}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Shared efficiency parameters of the serving model (all interpretable, all overridable)."""
+
+    eta_bw: float  # achieved fraction of HBM bandwidth in memory-bound kernels
+    eta_c: float  # achieved fraction of dense tensor peak in compute-bound GEMMs
+    allreduce_latency_us: float  # fixed cost of one TP all-reduce over NVLink
+    step_overhead_ms: float  # scheduler/launch time per engine iteration
+    engine_factor: dict[str, float] = field(default_factory=dict)  # speed relative to the roofline
+    # 8- and 4-bit GEMMs reach a smaller share of their (doubled) peak than bf16: training
+    # recipes show fp8 at 43-45 % of fp8 peak vs 52-60 % of bf16 peak for bf16 (formulas.md §5).
+    lowp_gemm_ratio: float = 0.8
+    source: str = "unfitted defaults"
+
+    def with_overrides(self, **kw) -> "Efficiency":
+        clean = {k: v for k, v in kw.items() if v is not None}
+        for k, v in clean.items():
+            if k == "engine_factor":
+                continue
+            _check_positive(k, v, upper=None if k in ("allreduce_latency_us", "step_overhead_ms") else 1.0)
+        return replace(self, **clean) if clean else self
+
+
+@dataclass(frozen=True)
+class Engine:
+    key: str
+    name: str
+    memory_fraction: float
+    memory_fraction_of: str  # 'total' (vLLM, SGLang) or 'free' after weights (TensorRT-LLM)
+    kv_reserve: str  # 'average' (on-demand pages) or 'maximum' (input+output reserved)
+    block_tokens: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    runtime_overhead_gib: float
+    default_kv: dict[str, str]
+    notes: dict[str, str]
+
+
+def _check_positive(name: str, v: float, upper: float | None = 1.0) -> None:
+    import math
+
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+        raise UsageError(f"{name} must be a positive finite number, got {v!r}")
+    if upper is not None and v > upper:
+        raise UsageError(f"{name} must be at most {upper}, got {v!r}")
+    if upper is None and v > 1e6:
+        raise UsageError(f"{name} is implausibly large: {v!r}")
+
+
+def _read_json(name: str) -> dict | None:
+    f = resources.files("gpuplan.perf.data").joinpath(name)
+    if not f.is_file():
+        return None
+    return json.loads(f.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _engine_data() -> dict:
+    data = _read_json("inference-engines.json")
+    if data is None:  # pragma: no cover - packaging error
+        raise RuntimeError("gpuplan package data inference-engines.json is missing")
+    return data
+
+
+@functools.cache
+def all_engines() -> dict[str, Engine]:
+    out = {}
+    for key, e in _engine_data()["engines"].items():
+        out[key] = Engine(
+            key=key, name=e["name"], memory_fraction=e["memory_fraction"],
+            memory_fraction_of=e["memory_fraction_of"], kv_reserve=e["kv_reserve"],
+            block_tokens=int(e["block_tokens"]), max_num_seqs=int(e["max_num_seqs"]),
+            max_num_batched_tokens=int(e["max_num_batched_tokens"]),
+            runtime_overhead_gib=float(e["runtime_overhead_gib"]), default_kv=dict(e["default_kv"]),
+            notes={k: v for k, v in e.items() if k.endswith("_note")},
+        )
+    return out
+
+
+def resolve_engine(name: str) -> Engine:
+    """Engine preset by key or alias ('vllm', 'TensorRT-LLM', 'trt-llm', 'sglang')."""
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError("engine must be one of: " + ", ".join(all_engines()))
+    key = name.strip().lower()
+    engines = all_engines()
+    if key in engines:
+        return engines[key]
+    for k, e in _engine_data()["engines"].items():
+        if key in e.get("aliases", []):
+            return engines[k]
+    raise UnknownNameError("engine", name, list(engines))
+
+
+def interconnect() -> dict:
+    return dict(_engine_data()["interconnect"])
+
+
+@functools.cache
+def fitted_efficiency() -> Efficiency:
+    """The fitted parameters, or documented starting values before the first fit."""
+    data = _read_json("inference-efficiency.json")
+    p = dict(_UNFITTED)
+    source = "unfitted defaults (run scripts/fit_serving_efficiency.py)"
+    if data and "params" in data:
+        p.update(data["params"])
+        source = data.get("source", "inference-efficiency.json")
+    return Efficiency(
+        eta_bw=float(p["eta_bw"]), eta_c=float(p["eta_c"]),
+        allreduce_latency_us=float(p["allreduce_latency_us"]),
+        step_overhead_ms=float(p["step_overhead_ms"]), lowp_gemm_ratio=float(p["lowp_gemm_ratio"]),
+        engine_factor={k: float(v) for k, v in p["engine_factor"].items()}, source=source,
+    )
+
+
+def engine_factor(eff: Efficiency, engine: Engine) -> float:
+    """An engine without measurements of its own runs at the mean of the fitted factors."""
+    if engine.key in eff.engine_factor:
+        return eff.engine_factor[engine.key]
+    vals = list(eff.engine_factor.values())
+    return sum(vals) / len(vals) if vals else 1.0

@@ -1,0 +1,408 @@
+"""Serving estimate: throughput, latency, concurrency and memory for a model on a GPU.
+
+The operating point is a closed loop of B requests on one replica (TP GPUs). Each request
+spends TTFT in prefill (chunked, next to B−1 decoding sequences) and OSL−1 iterations
+decoding while the other requests' prompts are interleaved into the same iterations, so
+
+    TPOT(B) = t_step(decode B, prefill (B−1)·ISL/OSL)      E2E(B) = TTFT(B) + (OSL−1)·TPOT(B)
+    throughput(B) = B·OSL / E2E(B)  per replica
+
+B is capped by the KV cache (after weights and runtime buffers at the engine's memory
+fraction) and the engine's max_num_seqs. Without a concurrency the estimate reports the
+best throughput; with latency targets, the best throughput whose TTFT and TPOT meet them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from gpuplan.errors import UsageError
+from gpuplan.perf import inference_memory as mem
+from gpuplan.perf.engines import Efficiency, Engine, engine_factor, fitted_efficiency, interconnect, resolve_engine
+from gpuplan.perf.inference_precision import WeightFormat, check_gpu_runs, kv_format, weight_format, KV_BYTES
+from gpuplan.perf.inference_timing import StepModel
+
+MAX_TOKENS = 10_000_000  # longest prompt or output accepted (10M tokens)
+MAX_CONCURRENCY = 10_000_000
+MAX_GPUS = 100_000
+TP_CHOICES = (1, 2, 4, 8)
+
+
+class ServingEstimate(BaseModel):
+    """One serving configuration's predicted performance, with the assumptions behind it."""
+
+    model: str
+    gpu: str
+    n_gpus: int
+    tp: int
+    replicas: int
+    engine: str
+    precision: str
+    kv_precision: str
+    input_len: int
+    output_len: int
+    fits: bool
+    message: str | None = None
+    shortfall_gb: float | None = Field(None, description="extra memory per GPU needed to hold one request")
+    concurrency: float = Field(0, description="requests in flight, all replicas")
+    running_concurrency: float = Field(0, description="requests the GPUs actually batch, all replicas")
+    max_concurrency: int = Field(0, description="requests that fit at once, all replicas (KV-limited under the engine's reservation policy, capped by max_num_seqs)")
+    max_concurrency_full_length: int = Field(0, description="requests that fit if each holds input+output tokens (vLLM's log line)")
+    kv_cache_tokens: int = Field(0, description="KV cache capacity of one replica, in tokens")
+    kv_bytes_per_token: float = Field(0, description="KV bytes of one token, all layers, one copy")
+    output_tokens_per_s: float = 0.0
+    output_tokens_per_s_per_gpu: float = 0.0
+    input_tokens_per_s: float = 0.0
+    requests_per_s: float = 0.0
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_latency_s: float | None = None
+    decode_bound: str | None = Field(None, description="memory or compute: what limits a decode iteration")
+    limited_by: str | None = Field(None, description="what set the operating concurrency")
+    meets_targets: bool | None = None
+    memory_per_gpu_gb: float = 0.0
+    memory_breakdown_gb: dict[str, float] = Field(default_factory=dict)
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- input checks ----------
+def _check_int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or v is None:
+        raise UsageError(f"{name} must be a whole number in {lo}..{hi:,}, got {v!r}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be a whole number in {lo}..{hi:,}, got {v!r}") from None
+    if not math.isfinite(f) or f < lo or f > hi or f != int(f):
+        raise UsageError(f"{name} must be a whole number in {lo}..{hi:,}, got {v!r}")
+    return int(f)
+
+
+def _check_pos(name: str, v: Any, hi: float = 1e9) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be a positive number, got {v!r}") from None
+    if isinstance(v, bool) or not math.isfinite(f) or f <= 0 or f > hi:
+        raise UsageError(f"{name} must be a positive number up to {hi:g}, got {v!r}")
+    return f
+
+
+def _resolve_model(model):
+    from gpuplan.models.spec import ModelSpec
+
+    if isinstance(model, ModelSpec):
+        return model
+    if isinstance(model, str):
+        try:
+            from gpuplan.models import resolve_model
+        except ImportError:
+            raise UsageError("model presets are not available yet; pass a ModelSpec") from None
+        return resolve_model(model)
+    raise UsageError(f"model must be a preset name or a ModelSpec, got {type(model).__name__}")
+
+
+def _resolve_gpu(gpu):
+    from gpuplan.catalog.records import Gpu
+
+    if isinstance(gpu, Gpu):
+        return gpu
+    if isinstance(gpu, str):
+        from gpuplan.catalog.gpus import get_gpu
+
+        return get_gpu(gpu)
+    raise UsageError(f"gpu must be a GPU name or a Gpu record, got {type(gpu).__name__}")
+
+
+# ---------------------------------------------------------------- the setup ----------
+class _Replica:
+    """Memory and timing of one replica (tp GPUs) for a fixed model/GPU/precision/engine."""
+
+    def __init__(self, shape: mem.ModelShape, gpu, tp: int, wf: WeightFormat, kv: str, engine: Engine,
+                 eff: Efficiency, memory_fraction: float, max_num_seqs: int, dp_attention: bool):
+        self.shape, self.gpu, self.tp, self.wf, self.kv, self.engine = shape, gpu, tp, wf, kv, engine
+        self.max_num_seqs = max_num_seqs
+        self.memory_fraction = memory_fraction
+        self.dp_attention = dp_attention
+        self.weights_gpu = mem.weight_bytes_per_gpu(shape, wf.bytes_per_param, tp, dp_attention)
+        seqs = max_num_seqs if not dp_attention else max(1, max_num_seqs // tp)
+        self.runtime_gpu = engine.runtime_overhead_gib * mem.GIB + mem.activation_bytes_per_gpu(
+            shape, 1 if dp_attention else tp, engine.max_num_batched_tokens, seqs)
+        self.kv_avail_gpu = mem.kv_available_bytes_per_gpu(
+            gpu, self.weights_gpu, self.runtime_gpu, memory_fraction, engine.memory_fraction_of)
+        self.kv_bytes_token = shape.kv_elems_per_token * KV_BYTES[kv]
+        self.kv_shards = mem.kv_shards(shape, tp, dp_attention)
+        self.kv_bytes_token_gpu = self.kv_bytes_token / self.kv_shards
+        self.kv_tokens = int(max(0.0, self.kv_avail_gpu) / self.kv_bytes_token_gpu) if self.kv_bytes_token_gpu else 0
+        self.kv_tokens -= self.kv_tokens % engine.block_tokens
+
+        ic = interconnect()
+        if gpu.nvlink_gbps > 0:
+            link = gpu.nvlink_gbps / 2 * 1e9
+            lat = eff.allreduce_latency_us * 1e-6
+        else:
+            gen5 = "gen5" in gpu.form_factor.lower()
+            link = (ic["pcie_gen5_gb_per_s"] if gen5 else ic["pcie_gen4_gb_per_s"]) * 1e9
+            lat = eff.allreduce_latency_us * 1e-6 * ic["pcie_latency_factor"]
+        gemm_peak = gpu.peak_tflops(wf.compute)
+        expert_bytes = shape.expert_params * wf.bytes_per_param / tp
+        dense_read = mem.weight_bytes(shape, wf.bytes_per_param) - shape.routed_expert_params * wf.bytes_per_param
+        dense_read -= shape.input_embedding_params * mem.EMBEDDING_BYTES_PER_PARAM  # lookup, not a GEMM
+        dense_read = dense_read if dp_attention and shape.n_experts else dense_read / tp
+        self.steps = StepModel(
+            shape=shape, tp=tp, dp_attention=dp_attention and bool(shape.n_experts),
+            weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
+            kv_bytes_per_token_gpu=self.kv_bytes_token_gpu,
+            bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw,
+            gemm_flops_s=gemm_peak * 1e12 * eff.eta_c * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0),
+            attn_flops_s=gpu.peak_tflops("bf16") * 1e12 * eff.eta_c,
+            allreduce_latency_s=lat, link_bytes_s=link * ic["link_efficiency"],
+            engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
+        )
+
+    def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
+        return mem.tokens_per_sequence(isl, osl, reserve or self.engine.kv_reserve, self.engine.block_tokens,
+                                       self.shape.sliding_window)
+
+    def max_running(self, isl: int, osl: int) -> int:
+        per = self.seq_tokens(isl, osl)
+        return int(min(self.kv_tokens // per, self.max_num_seqs)) if per else 0
+
+    def needed_per_gpu_bytes(self, isl: int, osl: int) -> float:
+        """Device memory one GPU needs to run a single request of this length."""
+        one = self.seq_tokens(isl, osl, "maximum") * self.kv_bytes_token_gpu
+        need = self.weights_gpu + self.runtime_gpu + one
+        return need / self.memory_fraction
+
+    def latency(self, b: np.ndarray, isl: int, osl: int) -> tuple[np.ndarray, np.ndarray]:
+        """(TTFT s, TPOT s) for b running requests."""
+        ctx = isl + osl / 2.0
+        others = np.maximum(b - 1.0, 0.0)
+        budget = float(self.engine.max_num_batched_tokens)
+        chunk = np.maximum(budget - others, budget / 8.0)
+        n_chunks = np.ceil(isl / chunk)
+        ttft = n_chunks * self.steps.step_time_s(others, isl / n_chunks, ctx, isl / 2.0)
+        tpot = self.steps.step_time_s(b, others * isl / osl, ctx, isl / 2.0)
+        return ttft, tpot
+
+    def decode_bound(self, b: float, isl: int, osl: int) -> str:
+        s = self.steps
+        ctx = isl + osl / 2.0
+        tokens = np.asarray([b + max(b - 1, 0) * isl / osl], dtype=float)
+        w = (s.weight_read_bytes_dense + self.shape.n_moe_layers * s.experts_touched(tokens)[0] * s.expert_bytes_gpu
+             + b * ctx * s.kv_bytes_per_token_gpu) / s.bw_bytes_s
+        c = 2 * self.shape.matmul_params * tokens[0] / self.tp / s.gemm_flops_s
+        return "memory" if w >= c else "compute"
+
+
+def _grid(b_max: int) -> np.ndarray:
+    if b_max <= 2048:
+        return np.arange(1, b_max + 1, dtype=float)
+    g = np.unique(np.round(np.geomspace(1, b_max, 1024)))
+    return np.unique(np.concatenate([g, [b_max]])).astype(float)
+
+
+# ---------------------------------------------------------------- public API ----------
+def estimate_serving(
+    model,
+    gpu,
+    n_gpus: int | None = None,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    input_len: int = 1000,
+    output_len: int = 1000,
+    concurrency: int | None = None,
+    max_ttft_ms: float | None = None,
+    max_tpot_ms: float | None = None,
+    engine: str = "vllm",
+    tp: int | None = None,
+    dp_attention: bool = False,
+    memory_fraction: float | None = None,
+    max_num_seqs: int | None = None,
+    eta_bw: float | None = None,
+    eta_c: float | None = None,
+    allreduce_latency_us: float | None = None,
+    step_overhead_ms: float | None = None,
+    efficiency: Efficiency | None = None,
+) -> ServingEstimate:
+    """Predict serving throughput and latency.
+
+    n_gpus is the total; tp the GPUs per replica (default: all of n_gpus, or without n_gpus
+    the smallest of 1, 2, 4, 8 that holds the model). `concurrency` is requests in flight
+    across all replicas; without it the best-throughput point is reported, and with
+    max_ttft_ms / max_tpot_ms the best point meeting them. eta_* and the rest override
+    the fitted efficiency (see `assumptions` in the result).
+    """
+    m = _resolve_model(model)
+    g = _resolve_gpu(gpu)
+    eng = resolve_engine(engine)
+    wf = weight_format(precision)
+    kv = kv_format(kv_precision, eng.default_kv.get(wf.key, "bf16"))
+    check_gpu_runs(g, wf, kv)
+    isl = _check_int("input_len", input_len, 1, MAX_TOKENS)
+    osl = _check_int("output_len", output_len, 1, MAX_TOKENS)
+    conc = None if concurrency is None else _check_int("concurrency", concurrency, 1, MAX_CONCURRENCY)
+    ttft_cap = None if max_ttft_ms is None else _check_pos("max_ttft_ms", max_ttft_ms)
+    tpot_cap = None if max_tpot_ms is None else _check_pos("max_tpot_ms", max_tpot_ms)
+    frac = eng.memory_fraction if memory_fraction is None else _check_pos("memory_fraction", memory_fraction, 1.0)
+    seqs_cap = eng.max_num_seqs if max_num_seqs is None else _check_int("max_num_seqs", max_num_seqs, 1, MAX_CONCURRENCY)
+    eff = (efficiency or fitted_efficiency()).with_overrides(
+        eta_bw=eta_bw, eta_c=eta_c, allreduce_latency_us=allreduce_latency_us, step_overhead_ms=step_overhead_ms)
+    shape = mem.model_shape(m)
+
+    total = None if n_gpus is None else _check_int("n_gpus", n_gpus, 1, MAX_GPUS)
+    if tp is not None:
+        tp = _check_int("tp", tp, 1, 1024)
+        if total is None:
+            total = tp
+    if total is not None and tp is None:
+        tp = total
+    if tp is not None and total % tp:
+        raise UsageError(f"n_gpus {total} is not a multiple of tp {tp}")
+
+    def build(t: int) -> _Replica:
+        if not dp_attention and shape.n_heads % t:
+            raise UsageError(f"tp {t} does not divide {m.name}'s {shape.n_heads} attention heads; use a divisor such as "
+                             + ", ".join(str(d) for d in TP_CHOICES if shape.n_heads % d == 0))
+        return _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs_cap, dp_attention)
+
+    if tp is None:
+        rep = None
+        for t in TP_CHOICES:
+            if shape.n_heads % t and not dp_attention:
+                continue
+            cand = build(t)
+            rep = cand
+            if cand.max_running(isl, osl) >= 1:
+                break
+        tp = rep.tp
+        total = tp
+    else:
+        rep = build(tp)
+    replicas = total // tp
+    warnings: list[str] = []
+    if isl + osl > m.max_seq_len:
+        warnings.append(f"input+output {isl + osl:,} tokens exceeds {m.name}'s context of {m.max_seq_len:,}")
+    if tp > 8 and g.nvlink_gbps < 1000:
+        warnings.append(f"tp {tp} spans more than one 8-GPU NVLink domain; cross-node all-reduces are slower than modelled")
+
+    kv_gb = rep.kv_tokens * rep.kv_bytes_token_gpu / 1e9
+    breakdown = {
+        "weights": rep.weights_gpu / 1e9,
+        "runtime_and_activations": rep.runtime_gpu / 1e9,
+        "kv_cache": max(kv_gb, 0.0),
+        "device_total": mem.device_memory_bytes(g) / 1e9,
+    }
+    assumptions = {
+        "engine": eng.name, "engine_factor": engine_factor(eff, eng), "eta_bw": eff.eta_bw, "eta_c": eff.eta_c,
+        "allreduce_latency_us": eff.allreduce_latency_us, "step_overhead_ms": eff.step_overhead_ms,
+        "lowp_gemm_ratio": eff.lowp_gemm_ratio,
+        "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,
+        "bytes_per_param": wf.bytes_per_param, "gemm_math": wf.compute, "kv_precision": kv,
+        "memory_fraction": frac, "memory_fraction_of": eng.memory_fraction_of,
+        "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
+        "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,
+        "dp_attention": dp_attention, "kv_shards_per_token": rep.kv_shards,
+        "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
+        "ttft": "prefill in chunks next to running decodes; closed loop, queueing only beyond max concurrency",
+        "moe_experts": "expected distinct experts per step E(1-(1-k/E)^tokens)" if shape.n_experts else None,
+    }
+    base = dict(model=m.name, gpu=g.id, n_gpus=total, tp=tp, replicas=replicas, engine=eng.key, precision=wf.key,
+                kv_precision=kv, input_len=isl, output_len=osl, kv_bytes_per_token=rep.kv_bytes_token,
+                kv_cache_tokens=max(rep.kv_tokens, 0), memory_breakdown_gb=breakdown,
+                assumptions=assumptions, warnings=warnings)
+
+    b_max = rep.max_running(isl, osl)
+    if b_max < 1:
+        need = rep.needed_per_gpu_bytes(isl, osl)
+        have = mem.device_memory_bytes(g)
+        short = max(need - have, 0.0) / 1e9
+        msg = _not_fit_message(m.name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs_cap, dp_attention, kv)
+        return ServingEstimate(**base, fits=False, message=msg, shortfall_gb=round(short, 2),
+                               memory_per_gpu_gb=need / 1e9)
+
+    full = int(min(rep.kv_tokens // rep.seq_tokens(isl, osl, "maximum"), seqs_cap))
+    grid = _grid(b_max)
+    ttft, tpot = rep.latency(grid, isl, osl)
+    e2e = ttft + (osl - 1) * tpot
+    thr = grid * osl / e2e
+
+    meets = None
+    if conc is not None:
+        per_rep = conc / replicas
+        running = min(per_rep, float(b_max))
+        t1, t2 = rep.latency(np.asarray([running]), isl, osl)
+        t1, t2 = float(t1[0]), float(t2[0])
+        x = running * osl / (t1 + (osl - 1) * t2)
+        if per_rep > b_max:
+            # The rest wait in the queue: Little's law on the closed loop of per_rep clients.
+            e2e_q = per_rep * osl / x
+            t1 = e2e_q - (osl - 1) * t2
+            limited = "kv_cache" if b_max < seqs_cap else "max_num_seqs"
+            warnings.append(f"concurrency {conc:,} exceeds the {b_max * replicas:,} requests that fit at once; the rest queue")
+        else:
+            limited = "concurrency"
+        if ttft_cap is not None or tpot_cap is not None:
+            meets = (ttft_cap is None or t1 * 1e3 <= ttft_cap) and (tpot_cap is None or t2 * 1e3 <= tpot_cap)
+        op_b, op_ttft, op_tpot, op_x = per_rep, t1, t2, x
+        op_running = running
+    else:
+        ok = np.ones_like(grid, dtype=bool)
+        if ttft_cap is not None:
+            ok &= ttft * 1e3 <= ttft_cap
+        if tpot_cap is not None:
+            ok &= tpot * 1e3 <= tpot_cap
+        if ttft_cap is not None or tpot_cap is not None:
+            meets = bool(ok.any())
+        if not ok.any():
+            i = 0
+            limited = "latency targets unreachable even at concurrency 1"
+            warnings.append(f"no concurrency meets the targets; at 1 request TTFT {ttft[0] * 1e3:.0f} ms, TPOT {tpot[0] * 1e3:.1f} ms")
+        else:
+            i = int(np.argmax(np.where(ok, thr, -1.0)))
+            if ttft_cap is None and tpot_cap is None:
+                limited = ("kv_cache" if b_max < seqs_cap else "max_num_seqs") if i == len(grid) - 1 else "throughput peak"
+            else:
+                limited = "latency targets" if i < len(grid) - 1 else ("kv_cache" if b_max < seqs_cap else "max_num_seqs")
+        op_b = op_running = float(grid[i])
+        op_ttft, op_tpot, op_x = float(ttft[i]), float(tpot[i]), float(thr[i])
+
+    x_total = op_x * replicas
+    used = rep.weights_gpu + rep.runtime_gpu + op_running * rep.seq_tokens(isl, osl) * rep.kv_bytes_token_gpu
+    base["memory_breakdown_gb"] = {
+        **breakdown, "kv_in_use": op_running * rep.seq_tokens(isl, osl) * rep.kv_bytes_token_gpu / 1e9,
+        "in_use_total": used / 1e9}
+    return ServingEstimate(
+        **base, fits=True, concurrency=op_b * replicas, running_concurrency=op_running * replicas,
+        max_concurrency=b_max * replicas, max_concurrency_full_length=full * replicas,
+        output_tokens_per_s=x_total, output_tokens_per_s_per_gpu=x_total / total,
+        input_tokens_per_s=x_total * isl / osl, requests_per_s=x_total / osl,
+        ttft_ms=op_ttft * 1e3, tpot_ms=op_tpot * 1e3, e2e_latency_s=op_ttft + (osl - 1) * op_tpot,
+        decode_bound=rep.decode_bound(op_running, isl, osl), limited_by=limited, meets_targets=meets,
+        memory_per_gpu_gb=(rep.weights_gpu + rep.runtime_gpu + max(rep.kv_avail_gpu, 0)) / 1e9,
+    )
+
+
+def _not_fit_message(name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs, dp_attention, kv) -> str:
+    """'needs 141 GB per GPU at TP1, has 80; try --gpus 2 or --precision fp8'."""
+    hints = []
+    for t in (2, 4, 8, 16, 32, 64):
+        if t <= tp or (shape.n_heads % t and not dp_attention):
+            continue
+        if _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs, dp_attention).max_running(isl, osl) >= 1:
+            hints.append(f"--gpus {t}")
+            break
+    for alt in ("fp8", "int4", "fp4"):
+        w = weight_format(alt)
+        if w.bytes_per_param >= wf.bytes_per_param or (w.needs and not g.supports(w.needs)):
+            continue
+        if _Replica(shape, g, tp, w, kv, eng, eff, frac, seqs, dp_attention).max_running(isl, osl) >= 1:
+            hints.append(f"--precision {alt}")
+            break
+    hint = f"; try {' or '.join(hints)}" if hints else "; no TP up to 64 or lower precision fits it"
+    return (f"{name} ({wf.key}, {isl + osl:,}-token requests) needs {need / mem.GIB:.0f} GiB per GPU at TP{tp} "
+            f"(weights {wf.bytes_per_param:g} B/param at {frac:g} memory use), {g.id} has {have / mem.GIB:.0f} GiB{hint}")

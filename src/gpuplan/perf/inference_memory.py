@@ -1,0 +1,133 @@
+"""Serving memory: weights, runtime overhead and the KV cache that is left per GPU.
+
+KV capacity is what caps concurrency, and concurrency is what makes decoding cheap, so
+this is where serving estimates are won or lost. The rules follow the engines: vLLM and
+SGLang give a fraction of *total* memory to weights + activations + KV; TensorRT-LLM gives
+a fraction of what is *free* after weights. GPU memory sold as "80GB" is 80 GiB of HBM
+(an H100 reports 79.2 GiB to CUDA), so device memory here is `memory_gb` binary gigabytes.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The numbers of a ModelSpec the serving model uses, computed once per model."""
+
+    name: str
+    n_layers: int
+    hidden: int
+    n_heads: int
+    n_kv_heads: int
+    vocab: int
+    attention: str
+    sliding_window: int | None
+    max_seq_len: int
+    total_params: float
+    active_params: float
+    matmul_params: float  # per-token GEMM weights (active, without the embedding lookup)
+    embedding_params: float  # input embedding + untied output head (kept 16-bit)
+    input_embedding_params: float  # never read in full during decode
+    expert_params: float  # one routed expert of one layer
+    n_experts: int
+    n_active_experts: int
+    n_moe_layers: int
+    kv_elems_per_token: float  # all layers, K and V (or MLA latent)
+    attn_flops_per_ctx: float  # FLOPs per (query token, context token), all layers
+    ffn_act: float  # widest FFN activation per token, for the activation buffer
+
+    @property
+    def routed_expert_params(self) -> float:
+        return self.n_moe_layers * self.n_experts * self.expert_params
+
+
+@functools.lru_cache(maxsize=256)
+def model_shape(model) -> ModelShape:
+    m = model
+    if m.attention == "mla":
+        d_qk = (m.qk_nope_head_dim or m.head_dim) + (m.qk_rope_head_dim or 0)
+        # Decode with absorbed projections attends in the latent space: scores over
+        # (kv_lora + rope) dims and values over kv_lora dims, per query head.
+        per_ctx = 2 * m.n_heads * ((m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0) + (m.kv_lora_rank or 0))
+        per_ctx = max(per_ctx, 2 * m.n_heads * (d_qk + (m.v_head_dim or m.head_dim)))
+    else:
+        per_ctx = 4 * m.n_heads * m.head_dim  # QK^T and A.V, 2 FLOPs per MAC
+    if m.is_moe:
+        ffn_act = max(m.ffn_size if m.n_dense_layers else 0,
+                      m.n_active_experts * (m.expert_ffn_size or m.ffn_size)
+                      + (m.shared_expert_ffn_size or (m.expert_ffn_size or m.ffn_size) * m.n_shared_experts))
+    else:
+        ffn_act = m.ffn_size
+    emb_in = float(m.vocab_size * m.hidden_size)
+    return ModelShape(
+        name=m.name, n_layers=m.n_layers, hidden=m.hidden_size, n_heads=m.n_heads,
+        n_kv_heads=m.n_kv_heads, vocab=m.vocab_size, attention=m.attention,
+        sliding_window=m.sliding_window, max_seq_len=m.max_seq_len,
+        total_params=float(m.total_params()), active_params=float(m.active_params()),
+        matmul_params=float(m.non_embedding_active_params()),
+        embedding_params=float(m.embedding_params()), input_embedding_params=emb_in,
+        expert_params=float(m.expert_params()) if m.is_moe else 0.0,
+        n_experts=m.n_experts, n_active_experts=m.n_active_experts, n_moe_layers=m.n_moe_layers,
+        kv_elems_per_token=float(m.kv_bytes_per_token(1.0)),
+        attn_flops_per_ctx=float(per_ctx * m.n_layers), ffn_act=float(ffn_act),
+    )
+
+
+def weight_bytes(shape: ModelShape, bytes_per_param: float) -> float:
+    """All weights of one copy of the model; embeddings stay 16-bit in quantized checkpoints."""
+    emb = shape.embedding_params
+    return (shape.total_params - emb) * bytes_per_param + emb * EMBEDDING_BYTES_PER_PARAM
+
+
+def weight_bytes_per_gpu(shape: ModelShape, bytes_per_param: float, tp: int, dp_attention: bool) -> float:
+    """TP shards every matrix; with data-parallel attention only the routed experts are
+    sharded (expert parallel) and attention/dense weights are replicated on each GPU."""
+    total = weight_bytes(shape, bytes_per_param)
+    if dp_attention and shape.n_experts:
+        experts = shape.routed_expert_params * bytes_per_param
+        return (total - experts) + experts / tp
+    return total / tp
+
+
+def kv_shards(shape: ModelShape, tp: int, dp_attention: bool) -> int:
+    """Over how many GPUs one token's KV is split. MLA's latent has no heads to split, so
+    tensor-parallel attention replicates it; GQA cannot split below one KV head per GPU."""
+    if dp_attention:
+        return tp
+    if shape.attention == "mla":
+        return 1
+    return max(1, min(tp, shape.n_kv_heads))
+
+
+def activation_bytes_per_gpu(shape: ModelShape, tp: int, batched_tokens: int, max_seqs: int) -> float:
+    """Peak forward-pass buffers at the engine's token budget, plus fp32 logits."""
+    per_token = (8 * shape.hidden + 3 * shape.ffn_act / tp) * 2.0
+    logits = min(max_seqs, batched_tokens) * shape.vocab * 4.0
+    return batched_tokens * per_token + logits
+
+
+def device_memory_bytes(gpu) -> float:
+    return gpu.memory_gb * GIB
+
+
+def kv_available_bytes_per_gpu(gpu, weights_gpu: float, overhead_gpu: float, fraction: float, of: str) -> float:
+    mem = device_memory_bytes(gpu)
+    if of == "free":
+        return fraction * (mem - weights_gpu - overhead_gpu)
+    return fraction * mem - weights_gpu - overhead_gpu
+
+
+def tokens_per_sequence(input_len: float, output_len: float, reserve: str, block: int, window: int | None) -> float:
+    """KV tokens one request holds: its full length when the engine reserves the maximum,
+    its average length while decoding when pages are allocated on demand; block-rounded."""
+    ctx = input_len + (output_len if reserve == "maximum" else output_len / 2.0)
+    if window:
+        ctx = min(ctx, window)
+    return math.ceil(ctx / block) * block

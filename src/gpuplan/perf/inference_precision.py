@@ -1,0 +1,80 @@
+"""Serving precisions: bytes each weight and KV element takes, and which tensor cores run it.
+
+Weight precision sets memory and decode bandwidth; it also picks the GEMM math: fp8/int8
+W8A8 checkpoints run on 8-bit tensor cores, fp4 (NVFP4/MXFP4) on 4-bit ones, while
+weight-only int4 (AWQ/GPTQ) dequantizes to bf16 and computes there. A GPU without the
+needed tensor cores cannot serve that checkpoint at speed, so it is refused, not guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.errors import UsageError
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    key: str
+    bytes_per_param: float  # including block scales
+    compute: str  # precision passed to Gpu.peak_tflops
+    needs: str | None  # tensor-core precision the GPU must support, None = any
+    note: str
+
+
+# int4 and fp4 carry block scales: AWQ/GPTQ one fp16 scale + zero per 128 weights,
+# NVFP4 one fp8 scale per 16 weights (MXFP4: one e8m0 per 32).
+WEIGHT_FORMATS: dict[str, WeightFormat] = {
+    "bf16": WeightFormat("bf16", 2.0, "bf16", None, "16-bit weights and math"),
+    "fp16": WeightFormat("fp16", 2.0, "bf16", None, "16-bit weights and math"),
+    "fp8": WeightFormat("fp8", 1.0, "fp8", "fp8", "W8A8 fp8 GEMMs"),
+    "int8": WeightFormat("int8", 1.0, "int8", None, "W8A8 int8 GEMMs (SmoothQuant-style)"),
+    "int4": WeightFormat("int4", 0.5 + 4 / 128, "bf16", None, "weight-only int4 (AWQ/GPTQ, group 128), bf16 math"),
+    "fp4": WeightFormat("fp4", 0.5 + 1 / 16, "fp4", "fp4", "NVFP4/MXFP4 weights and 4-bit GEMMs"),
+}
+WEIGHT_ALIASES = {"awq": "int4", "gptq": "int4", "w4a16": "int4", "nvfp4": "fp4", "mxfp4": "fp4",
+                  "float16": "fp16", "bfloat16": "bf16", "w8a8": "int8", "fp8_e4m3": "fp8"}
+
+# KV cache element sizes. fp8 KV is storage only (dequantized in the attention kernel), so
+# it runs on any GPU an engine supports; fp4 KV needs Blackwell-class 4-bit support.
+KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5 + 1 / 16}
+KV_NEEDS = {"fp4": "fp4"}
+KV_ALIASES = {"auto": None, "float16": "fp16", "bfloat16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "nvfp4": "fp4"}
+
+# Embedding and output head stay 16-bit in the usual fp8/int4/fp4 checkpoints.
+EMBEDDING_BYTES_PER_PARAM = 2.0
+
+
+def weight_format(precision: str) -> WeightFormat:
+    """The weight format for a user's spelling ('bf16', 'FP8', 'awq', 'nvfp4'...)."""
+    if not isinstance(precision, str) or not precision.strip():
+        raise UsageError("precision must be one of: " + ", ".join(WEIGHT_FORMATS))
+    p = precision.strip().lower()
+    p = WEIGHT_ALIASES.get(p, p)
+    if p not in WEIGHT_FORMATS:
+        raise UsageError(f"unknown precision {precision!r}; use one of: {', '.join(WEIGHT_FORMATS)} (or awq, gptq, nvfp4)")
+    return WEIGHT_FORMATS[p]
+
+
+def kv_format(kv_precision: str | None, default: str) -> str:
+    """Canonical KV precision key; None or 'auto' takes the engine's default for the weights."""
+    if kv_precision is None:
+        return default
+    if not isinstance(kv_precision, str) or not kv_precision.strip():
+        raise UsageError("kv precision must be one of: " + ", ".join(KV_BYTES))
+    k = kv_precision.strip().lower()
+    k = KV_ALIASES.get(k, k)
+    if k is None:
+        return default
+    if k not in KV_BYTES:
+        raise UsageError(f"unknown KV precision {kv_precision!r}; use one of: {', '.join(KV_BYTES)}")
+    return k
+
+
+def check_gpu_runs(gpu, wf: WeightFormat, kv: str) -> None:
+    """Refuse a precision whose tensor cores the GPU lacks, naming what it can run instead."""
+    if wf.needs and not gpu.supports(wf.needs):
+        alt = "fp8" if wf.needs == "fp4" and gpu.supports("fp8") else "int8 or int4 (awq)"
+        raise UsageError(f"{gpu.id} has no {wf.needs} tensor cores for {wf.key} weights; use bf16 or {alt}")
+    need = KV_NEEDS.get(kv)
+    if need and not gpu.supports(need):
+        raise UsageError(f"{gpu.id} cannot run a {kv} KV cache; use fp8 or bf16")

@@ -1,0 +1,212 @@
+"""Serving estimator: KV cache, memory, fit/not-fit, operating points and hostile inputs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.errors import UnknownNameError, UsageError
+from gpuplan.perf.inference_estimate import estimate_serving
+from gpuplan.perf.inference_validation import validation_models
+
+
+@pytest.fixture(scope="module")
+def models():
+    return validation_models()
+
+
+def test_kv_per_token_gqa_and_mla(models):
+    # formulas.md §4.1: Llama-3.1-8B 128 KiB BF16; DeepSeek-V3 MLA 61·(512+64)·2 = 68.6 KiB.
+    e = estimate_serving(models["llama-3.1-8b"], "H100", input_len=2000, output_len=100)
+    assert e.kv_bytes_per_token == 32 * 8 * 128 * 2 * 2
+    d = estimate_serving(models["deepseek-v3"], "H200", n_gpus=8, precision="fp8", kv_precision="bf16",
+                         input_len=2000, output_len=100)
+    assert d.kv_bytes_per_token == 61 * (512 + 64) * 2
+
+
+def test_llama_8b_h100_kv_capacity_near_formula_example(models):
+    # formulas.md §4.2 derives ≈410k tokens with decimal GB (72 − 16 − 2 GB). An H100 has 80 GiB
+    # (CUDA reports 79.2 GiB), which adds ≈ 7 %; vLLM logs ≈ 440-450k. Accept 400k-470k and
+    # check the working: (0.9·80 GiB − weights − runtime) / 128 KiB.
+    e = estimate_serving(models["llama-3.1-8b"], "H100", input_len=2000, output_len=2000)
+    assert 400_000 <= e.kv_cache_tokens <= 470_000
+    b = e.memory_breakdown_gb
+    expected = (0.9 * 80 * 2**30 - b["weights"] * 1e9 - b["runtime_and_activations"] * 1e9) / 131072
+    assert e.kv_cache_tokens == pytest.approx(expected, rel=0.001)
+    assert b["weights"] == pytest.approx(16.06, rel=0.01)
+    # ≈ 200 concurrent 2k-token sequences (formulas.md): here 4k tokens each at full length.
+    assert 95 <= e.max_concurrency_full_length <= 115
+
+
+def test_fp8_kv_doubles_tokens(models):
+    a = estimate_serving(models["llama-3.1-8b"], "H100", input_len=1000, output_len=1000)
+    b = estimate_serving(models["llama-3.1-8b"], "H100", kv_precision="fp8", input_len=1000, output_len=1000)
+    assert b.kv_cache_tokens == pytest.approx(2 * a.kv_cache_tokens, rel=0.01)
+
+
+def test_mla_latent_replicated_under_tp_unless_dp_attention(models):
+    tp = estimate_serving(models["deepseek-v3"], "H200", n_gpus=8, precision="fp8", input_len=2000, output_len=500)
+    dp = estimate_serving(models["deepseek-v3"], "H200", n_gpus=8, precision="fp8", input_len=2000, output_len=500,
+                          dp_attention=True)
+    assert tp.assumptions["kv_shards_per_token"] == 1 and dp.assumptions["kv_shards_per_token"] == 8
+    # dp attention replicates attention weights (less KV room per GPU) but shards KV 8 ways.
+    assert dp.max_concurrency > 3 * tp.max_concurrency
+
+
+def test_not_fit_says_how_much_and_what_to_try(models):
+    e = estimate_serving(models["llama-3.3-70b"], "H100", n_gpus=1, input_len=1000, output_len=1000)
+    assert not e.fits and e.output_tokens_per_s == 0
+    assert e.shortfall_gb > 50
+    assert "needs" in e.message and "TP1" in e.message and "80 GiB" in e.message
+    assert "--gpus 2" in e.message and "--precision fp8" in e.message
+
+
+def test_smallest_tp_that_fits_is_chosen(models):
+    assert estimate_serving(models["llama-3.1-8b"], "H100", input_len=1000, output_len=1000).tp == 1
+    assert estimate_serving(models["llama-3.3-70b"], "H100", input_len=1000, output_len=1000).tp == 2
+    assert estimate_serving(models["llama-3.3-70b"], "H100", precision="fp8", input_len=1000, output_len=1000).tp == 1
+    big = estimate_serving(models["llama-3.1-405b"], "A100-40GB", input_len=1000, output_len=1000)
+    assert big.tp == 8 and not big.fits
+
+
+def test_throughput_rises_and_latency_grows_with_concurrency(models):
+    m = models["llama-3.1-8b"]
+    res = [estimate_serving(m, "H100", input_len=1000, output_len=500, concurrency=c) for c in (1, 8, 64, 200)]
+    thr = [r.output_tokens_per_s for r in res]
+    tpot = [r.tpot_ms for r in res]
+    assert thr == sorted(thr) and tpot == sorted(tpot)
+    # Batch 1 is memory-bound: TPOT ≈ weights / (BW·η_bw) / engine factor.
+    a = res[0].assumptions
+    floor_ms = 16.06e9 / (3.35e12 * a["eta_bw"]) / a["engine_factor"] * 1e3
+    assert res[0].tpot_ms == pytest.approx(floor_ms, rel=0.15)
+    assert res[0].decode_bound == "memory"
+
+
+def test_latency_targets_pick_highest_throughput_that_meets_them(models):
+    m = models["llama-3.1-8b"]
+    free = estimate_serving(m, "H100", input_len=1000, output_len=500)
+    capped = estimate_serving(m, "H100", input_len=1000, output_len=500, max_tpot_ms=20)
+    assert capped.meets_targets and capped.tpot_ms <= 20
+    assert capped.output_tokens_per_s < free.output_tokens_per_s
+    one_more = estimate_serving(m, "H100", input_len=1000, output_len=500, concurrency=int(capped.concurrency) + 1)
+    assert one_more.tpot_ms > 20
+    never = estimate_serving(m, "H100", input_len=1000, output_len=500, max_tpot_ms=0.5)
+    assert never.meets_targets is False
+
+
+def test_concurrency_beyond_capacity_queues(models):
+    m = models["llama-3.1-8b"]
+    e = estimate_serving(m, "H100", input_len=2000, output_len=2000, concurrency=5000)
+    assert e.running_concurrency == e.max_concurrency < 5000
+    assert any("queue" in w for w in e.warnings)
+    at_cap = estimate_serving(m, "H100", input_len=2000, output_len=2000, concurrency=e.max_concurrency)
+    assert e.output_tokens_per_s == pytest.approx(at_cap.output_tokens_per_s)
+    assert e.ttft_ms > 10 * at_cap.ttft_ms
+
+
+def test_replicas_scale_throughput(models):
+    m = models["llama-3.1-8b"]
+    one = estimate_serving(m, "H100", n_gpus=1, input_len=1000, output_len=1000)
+    four = estimate_serving(m, "H100", n_gpus=4, tp=1, input_len=1000, output_len=1000)
+    assert four.replicas == 4 and four.output_tokens_per_s == pytest.approx(4 * one.output_tokens_per_s)
+    assert four.output_tokens_per_s_per_gpu == pytest.approx(one.output_tokens_per_s_per_gpu)
+
+
+def test_tp_pays_a_communication_penalty(models):
+    m = models["llama-3.1-8b"]
+    tp1 = estimate_serving(m, "H100", n_gpus=8, tp=1, input_len=1000, output_len=1000)
+    tp8 = estimate_serving(m, "H100", n_gpus=8, tp=8, input_len=1000, output_len=1000)
+    assert tp8.output_tokens_per_s < tp1.output_tokens_per_s
+    pcie = estimate_serving(m, "L40S", n_gpus=2, tp=2, input_len=1000, output_len=100, concurrency=1)
+    no_comm = estimate_serving(m, "L40S", n_gpus=2, tp=2, input_len=1000, output_len=100, concurrency=1,
+                               allreduce_latency_us=1e-3)
+    assert pcie.tpot_ms > no_comm.tpot_ms * 1.1
+
+
+def test_moe_reads_only_touched_experts(models):
+    from gpuplan.perf.inference_estimate import _Replica
+    from gpuplan.perf import inference_memory as mem
+    from gpuplan.perf.engines import fitted_efficiency, resolve_engine
+    from gpuplan.perf.inference_precision import weight_format
+    from gpuplan.catalog.gpus import get_gpu
+
+    import numpy as np
+
+    shape = mem.model_shape(models["deepseek-v3"])
+    rep = _Replica(shape, get_gpu("H200"), 8, weight_format("fp8"), "bf16", resolve_engine("vllm"),
+                   fitted_efficiency(), 0.9, 1024, False)
+    touched = rep.steps.experts_touched(np.array([1.0, 8.0, 10_000.0]))
+    assert touched[0] == pytest.approx(8.0)
+    assert touched[1] == pytest.approx(256 * (1 - (1 - 8 / 256) ** 8))
+    assert touched[2] == pytest.approx(256, rel=1e-6)
+    # Active, not total, parameters drive decode FLOPs: 37.5B of 671B.
+    assert shape.matmul_params < 0.06 * shape.total_params + 1e9
+
+
+def test_precision_bytes_and_support(models):
+    m = models["llama-3.3-70b"]
+    kw = dict(input_len=1000, output_len=1000, n_gpus=2)
+    w = {p: estimate_serving(m, "H100", precision=p, **kw).memory_breakdown_gb["weights"] for p in ("bf16", "fp8", "int4")}
+    assert w["fp8"] < 0.55 * w["bf16"] and w["int4"] < 0.6 * w["fp8"]
+    fp4 = estimate_serving(m, "B200", precision="nvfp4", n_gpus=1, input_len=1000, output_len=1000)
+    assert fp4.precision == "fp4" and fp4.fits
+    with pytest.raises(UsageError, match="no fp8 tensor cores"):
+        estimate_serving(m, "A100-80GB", precision="fp8", **kw)
+    with pytest.raises(UsageError, match="fp4"):
+        estimate_serving(m, "H100", precision="fp4", **kw)
+    assert estimate_serving(m, "A100-80GB", precision="awq", **kw).fits  # weight-only int4 runs on bf16 units
+    fp8 = estimate_serving(m, "H100", precision="fp8", **kw)
+    bf16 = estimate_serving(m, "H100", precision="bf16", **kw)
+    assert fp8.output_tokens_per_s > 1.5 * bf16.output_tokens_per_s
+
+
+def test_engine_presets_differ_in_capacity_rules(models):
+    m = models["llama-3.1-8b"]
+    v = estimate_serving(m, "H100", engine="vllm", input_len=1000, output_len=1000)
+    t = estimate_serving(m, "H100", engine="TensorRT-LLM", input_len=1000, output_len=1000)
+    assert t.engine == "trtllm" and t.assumptions["kv_reserve"] == "maximum"
+    assert v.assumptions["kv_reserve"] == "average"
+    assert v.assumptions["memory_fraction_of"] == "total" and t.assumptions["memory_fraction_of"] == "free"
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(input_len=0), "input_len"),
+    (dict(input_len=-5), "input_len"),
+    (dict(input_len=float("nan")), "input_len"),
+    (dict(output_len=float("inf")), "output_len"),
+    (dict(input_len=1e30), "input_len"),
+    (dict(output_len=2.5), "output_len"),
+    (dict(concurrency=0), "concurrency"),
+    (dict(concurrency=-3), "concurrency"),
+    (dict(max_ttft_ms=0), "max_ttft_ms"),
+    (dict(max_tpot_ms=float("nan")), "max_tpot_ms"),
+    (dict(n_gpus=0), "n_gpus"),
+    (dict(n_gpus=4, tp=3), "multiple"),
+    (dict(tp=3), "does not divide"),
+    (dict(eta_bw=1.5), "eta_bw"),
+    (dict(eta_c=-0.1), "eta_c"),
+    (dict(memory_fraction=0), "memory_fraction"),
+    (dict(precision="fp3"), "unknown precision"),
+    (dict(kv_precision="fp2"), "unknown KV precision"),
+    (dict(engine="ollama"), "unknown engine"),
+])
+def test_hostile_inputs_raise_usage_error(models, kw, match):
+    args = dict(input_len=1000, output_len=100)
+    args.update(kw)
+    with pytest.raises(UsageError, match=match):
+        estimate_serving(models["llama-3.1-8b"], "H100", **args)
+
+
+def test_unknown_gpu_lists_close_names(models):
+    with pytest.raises(UnknownNameError, match="H100"):
+        estimate_serving(models["llama-3.1-8b"], "H1000", input_len=10, output_len=10)
+
+
+def test_result_is_finite_and_explained(models):
+    e = estimate_serving(models["deepseek-v3"], "H200", n_gpus=8, precision="fp8", input_len=4000, output_len=1000)
+    for k in ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "memory_per_gpu_gb"):
+        v = getattr(e, k)
+        assert v > 0 and math.isfinite(v)
+    for k in ("eta_bw", "eta_c", "engine", "weight_precision", "kv_precision", "memory_fraction", "tp"):
+        assert k in e.assumptions
+    assert e.memory_per_gpu_gb <= e.memory_breakdown_gb["device_total"]
