@@ -63,8 +63,9 @@ def resolve_gpu_id(name: str) -> str:
     table = _alias_table()
     if key in table:
         return table[key]
-    # Trailing memory/packaging words ('H100 80GB HBM3') rarely change the chip.
-    stripped = re.sub(r"(\d+gb)?(hbm\d?e?|gddr\d?x?)?$", "", key)
+    # Memory/packaging words ('H100 80GB HBM3') rarely change the chip; strip whole words only,
+    # so a form-factor digit ('SXM4 43GB') is never eaten.
+    stripped = normalize_gpu_name(re.sub(r"(?i)(^|[\s_-])(\d+\s*gb|hbm\d?e?|gddr\d?x?)(?=$|[\s_-])", " ", name))
     if stripped and stripped in table:
         return table[stripped]
     import difflib

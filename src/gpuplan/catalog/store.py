@@ -1,0 +1,540 @@
+"""The offer store: one SQLite file of dated snapshots, one per refresh of each source.
+
+Why snapshots: prices move hourly and sources fail; a refresh adds a new snapshot of one
+source in ONE transaction, and readers always see the newest COMPLETE snapshot of every
+source, so a failed, empty or killed refresh never loses what the user had. Old snapshots
+stay for `history`. The bundled catalog is the first snapshot (source 'bundled'); user
+imports are sources 'user:<name>' with confidence 'user'.
+
+WAL mode lets readers run while a refresh writes; a busy timeout makes two writers queue
+instead of failing; a process killed mid-write leaves only an uncommitted transaction,
+which SQLite rolls back on the next open.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import pathlib
+import sqlite3
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, STALE_AFTER_DAYS, Offer
+from gpuplan.errors import GpuplanError, UsageError
+
+SCHEMA_VERSION = 1
+BUNDLED = "bundled"
+USER_PREFIX = "user:"
+BUSY_TIMEOUT_S = 15.0
+STALE_SNAPSHOT_DAYS = 7  # a live source not refreshed for a week is flagged
+SHRINK_GUARD = 0.25  # a refresh returning < 25% of the previous offers is refused unless forced
+SHRINK_GUARD_MIN_PREVIOUS = 20
+
+OFFER_COLUMNS: tuple[str, ...] = tuple(Offer.model_fields)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def resolve_db_path(db: str | os.PathLike | None = None) -> pathlib.Path:
+    """Explicit argument > $GPUPLAN_DB > the user data dir (`gpuplan/catalog.db`)."""
+    if db is not None and str(db).strip():
+        return pathlib.Path(db).expanduser()
+    if env := os.environ.get("GPUPLAN_DB", "").strip():
+        return pathlib.Path(env).expanduser()
+    import platformdirs
+
+    return pathlib.Path(platformdirs.user_data_dir("gpuplan", appauthor=False)) / "catalog.db"
+
+
+def _migration_1(conn: sqlite3.Connection) -> None:
+    pricing = ", ".join(f"'{p}'" for p in PRICING_TYPES)
+    confidence = ", ".join(f"'{c}'" for c in CONFIDENCE_RANK)
+    _run_script(conn, f"""
+        CREATE TABLE snapshots (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            source TEXT NOT NULL,
+            taken_at TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'complete', 'failed')),
+            rows_added INTEGER NOT NULL DEFAULT 0,
+            rows_skipped INTEGER NOT NULL DEFAULT 0,
+            raw_rows INTEGER,
+            skipped_json TEXT NOT NULL DEFAULT '{{}}',
+            note TEXT NOT NULL DEFAULT '',
+            fingerprint TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX snapshots_by_source ON snapshots (source, status, id);
+        CREATE TABLE offers (
+            snapshot_id INTEGER NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+            provider TEXT NOT NULL,
+            instance_type TEXT NOT NULL,
+            gpu TEXT NOT NULL,
+            gpus_per_node REAL NOT NULL CHECK (gpus_per_node > 0),
+            region TEXT NOT NULL,
+            pricing TEXT NOT NULL CHECK (pricing IN ({pricing})),
+            price_per_hour_usd REAL NOT NULL CHECK (price_per_hour_usd > 0),
+            price_per_gpu_hour_usd REAL NOT NULL CHECK (price_per_gpu_hour_usd > 0),
+            vcpus REAL,
+            ram_gb REAL,
+            interconnect TEXT,
+            commitment_term_h REAL,
+            as_of TEXT NOT NULL,
+            as_of_note TEXT NOT NULL,
+            source TEXT NOT NULL,
+            confidence TEXT NOT NULL CHECK (confidence IN ({confidence}))
+        );
+        CREATE INDEX offers_by_snapshot ON offers (snapshot_id);
+        CREATE INDEX offers_history ON offers (gpu, provider, pricing, snapshot_id);
+    """)
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Statements one by one: `executescript` would COMMIT the migration's open transaction."""
+    for stmt in script.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+# version -> migration that brings the schema from version-1 to version. Append, never edit.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1}
+
+
+@dataclass
+class SnapshotInfo:
+    id: int
+    source: str
+    taken_at: str
+    status: str
+    rows_added: int
+    rows_skipped: int
+    raw_rows: int | None
+    skipped: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class RefreshOutcome:
+    """What one source's refresh did: 'ok', 'failed' (previous data kept) or 'skipped'."""
+
+    source: str
+    status: str
+    rows_added: int = 0
+    rows_skipped: int = 0
+    raw_rows: int | None = None
+    reason: str = ""
+    skipped: dict[str, int] = field(default_factory=dict)
+    snapshot_id: int | None = None
+    elapsed_s: float = 0.0
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def _offer_tuple(o: Offer, snapshot_id: int) -> tuple:
+    return (snapshot_id, o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, o.pricing,
+            o.price_per_hour_usd, o.price_per_gpu_hour_usd, o.vcpus, o.ram_gb, o.interconnect,
+            o.commitment_term_h, o.as_of.isoformat(), o.as_of_note, o.source, o.confidence)
+
+
+def _row_offer(row: tuple) -> Offer:
+    """Rows were validated as Offers when written and the schema enforces the invariants;
+    constructing without re-validation keeps reads fast."""
+    d = dict(zip(OFFER_COLUMNS, row))
+    d["as_of"] = dt.date.fromisoformat(d["as_of"])
+    return Offer.model_construct(**d)
+
+
+def _bundled_fingerprint() -> str:
+    """Changes when the packaged offers change, so an upgraded gpuplan adds a fresh bundled snapshot."""
+    from importlib import resources
+
+    try:
+        data = resources.files("gpuplan.catalog.data").joinpath("offers.csv").read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return ""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _default_seed() -> list[Offer] | None:
+    try:
+        from gpuplan.catalog.bundled import load_bundled_offers
+    except ImportError:
+        return None
+    return list(load_bundled_offers())
+
+
+class Store:
+    """An open store file. Use as a context manager; every write is one transaction."""
+
+    def __init__(self, path: str | os.PathLike, *, seed: Callable[[], list[Offer] | None] | None = _default_seed,
+                 busy_timeout_s: float = BUSY_TIMEOUT_S):
+        self.path = pathlib.Path(path)
+        self._check_file()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot create the folder for catalog store {self.path}: {e.strerror}") from None
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+            if seed is not None:
+                self._ensure_bundled(seed)
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise self._db_error(e) from None
+
+    # ---- opening -------------------------------------------------------------------------
+    def _check_file(self) -> None:
+        if self.path.is_dir():
+            raise UsageError(f"catalog store {self.path} is a folder; pass a file path with --db")
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with open(self.path, "rb") as f:
+                if f.read(16) != _SQLITE_MAGIC:
+                    raise UsageError(f"{self.path} is not a gpuplan catalog store (not SQLite); move it away or pass --db")
+
+    def _db_error(self, e: sqlite3.DatabaseError) -> GpuplanError:
+        msg = str(e).lower()
+        if "locked" in msg or "busy" in msg:
+            return GpuplanError(f"catalog store {self.path} is busy (another gpuplan is writing it); try again")
+        if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
+            return UsageError(f"cannot write catalog store {self.path} ({e}); pass --db or set GPUPLAN_DB")
+        return UsageError(f"catalog store {self.path} is unreadable ({e}); move it away or pass --db")
+
+    def _schema_version(self) -> int:
+        c = self.conn
+        if not c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone():
+            return 0
+        row = c.execute("SELECT version FROM schema_version").fetchone()
+        return row[0] if row else 0
+
+    def _migrate(self) -> None:
+        """Bring the schema up to date. Checked with a plain read first, so opening a current
+        store never waits for another process's write lock."""
+        c = self.conn
+        current = self._schema_version()
+        if current == SCHEMA_VERSION:
+            return
+        if current > SCHEMA_VERSION:
+            raise UsageError(f"catalog store {self.path} was written by a newer gpuplan (schema {current}); "
+                             f"upgrade gpuplan or pass another --db")
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            current = self._schema_version()  # another process may have migrated meanwhile
+            if current > SCHEMA_VERSION:
+                raise UsageError(f"catalog store {self.path} was written by a newer gpuplan (schema {current}); "
+                                 f"upgrade gpuplan or pass another --db")
+            for v in range(current + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[v](c)
+            if current != SCHEMA_VERSION:
+                c.execute("DELETE FROM schema_version")
+                c.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _ensure_bundled(self, seed: Callable[[], list[Offer] | None]) -> None:
+        fp = _bundled_fingerprint()
+        row = self.conn.execute(
+            "SELECT fingerprint FROM snapshots WHERE source = ? AND status = 'complete' ORDER BY id DESC LIMIT 1",
+            (BUNDLED,)).fetchone()
+        if row is not None and (row[0] == fp or not fp):
+            return
+        offers = seed()
+        if not offers:
+            return
+        self.write_snapshot(BUNDLED, offers, note="packaged catalog", fingerprint=fp,
+                            _only_if=lambda: self._bundled_fp_differs(fp))
+
+    def _bundled_fp_differs(self, fp: str) -> bool:
+        row = self.conn.execute(
+            "SELECT fingerprint FROM snapshots WHERE source = ? AND status = 'complete' ORDER BY id DESC LIMIT 1",
+            (BUNDLED,)).fetchone()
+        return row is None or (bool(fp) and row[0] != fp)
+
+    def close(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
+            self.conn = None  # type: ignore[assignment]
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- writing -------------------------------------------------------------------------
+    def write_snapshot(self, source: str, offers: Iterable[Offer], *, raw_rows: int | None = None,
+                       skipped: Mapping[str, int] | None = None, note: str = "", fingerprint: str = "",
+                       _only_if: Callable[[], bool] | None = None) -> SnapshotInfo | None:
+        """Add one complete snapshot of `source` in one transaction: the snapshot row is
+        inserted 'pending' and marked 'complete' just before COMMIT; anything raised (or a
+        kill) rolls the whole snapshot back. `offers` may be a generator (streamed in)."""
+        from gpuplan.catalog.secrets import redact
+
+        skipped = dict(skipped or {})
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise self._db_error(e) from None
+        try:
+            if _only_if is not None and not _only_if():
+                c.execute("ROLLBACK")
+                return None
+            cur = c.execute(
+                "INSERT INTO snapshots (source, taken_at, status, raw_rows, skipped_json, note, fingerprint) "
+                "VALUES (?, ?, 'pending', ?, ?, ?, ?)",
+                (source, _now_iso(), raw_rows, json.dumps(skipped, sort_keys=True), redact(note), fingerprint))
+            sid = cur.lastrowid
+            n = 0
+            placeholders = ", ".join("?" * (len(OFFER_COLUMNS) + 1))
+            batch: list[tuple] = []
+            for o in offers:
+                if not isinstance(o, Offer):
+                    raise TypeError(f"write_snapshot expects Offer objects, got {type(o).__name__}")
+                batch.append(_offer_tuple(o, sid))
+                n += 1
+                if len(batch) >= 500:
+                    c.executemany(f"INSERT INTO offers VALUES ({placeholders})", batch)
+                    batch.clear()
+            if batch:
+                c.executemany(f"INSERT INTO offers VALUES ({placeholders})", batch)
+            n_skipped = sum(skipped.values())
+            c.execute("UPDATE snapshots SET status = 'complete', rows_added = ?, rows_skipped = ?, taken_at = ? "
+                      "WHERE id = ?", (n, n_skipped, _now_iso(), sid))
+            c.execute("COMMIT")
+        except BaseException as e:
+            try:
+                c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(e, sqlite3.DatabaseError):
+                raise self._db_error(e) from None
+            raise
+        return self.snapshot(sid)
+
+    def record_failure(self, source: str, reason: str) -> int:
+        """A failed refresh leaves a 'failed' marker (for `status`) and no offers."""
+        from gpuplan.catalog.secrets import redact
+
+        try:
+            cur = self.conn.execute(
+                "INSERT INTO snapshots (source, taken_at, status, note) VALUES (?, ?, 'failed', ?)",
+                (source, _now_iso(), redact(reason)[:500]))
+        except sqlite3.DatabaseError as e:
+            raise self._db_error(e) from None
+        return cur.lastrowid
+
+    # ---- reading -------------------------------------------------------------------------
+    def snapshot(self, sid: int) -> SnapshotInfo | None:
+        r = self.conn.execute(
+            "SELECT id, source, taken_at, status, rows_added, rows_skipped, raw_rows, skipped_json, note "
+            "FROM snapshots WHERE id = ?", (sid,)).fetchone()
+        return None if r is None else SnapshotInfo(*r[:7], skipped=json.loads(r[7] or "{}"), note=r[8])
+
+    def latest_complete(self) -> dict[str, int]:
+        """source -> id of its newest complete snapshot."""
+        rows = self.conn.execute(
+            "SELECT source, MAX(id) FROM snapshots WHERE status = 'complete' GROUP BY source").fetchall()
+        return dict(rows)
+
+    def snapshot_offers(self, sid: int) -> list[Offer]:
+        cols = ", ".join(OFFER_COLUMNS)
+        return [_row_offer(r) for r in self.conn.execute(
+            f"SELECT {cols} FROM offers WHERE snapshot_id = ? ORDER BY rowid", (sid,))]
+
+    def current_offers(self) -> list[Offer]:
+        """The newest complete snapshot of every source, merged (see `merge_current`)."""
+        latest = self.latest_complete()
+        groups = {src: self.snapshot_offers(sid) for src, sid in latest.items()}
+        return merge_current(groups)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """One row per source: its newest complete snapshot, its last attempt, age and staleness."""
+        out = []
+        now = dt.datetime.now(dt.timezone.utc)
+        today = now.date()
+        q = self.conn.execute("""
+            SELECT s.source, MAX(s.id), MAX(CASE WHEN s.status = 'complete' THEN s.id END)
+            FROM snapshots s GROUP BY s.source ORDER BY s.source""").fetchall()
+        for source, last_id, ok_id in q:
+            last = self.snapshot(last_id)
+            ok = self.snapshot(ok_id) if ok_id else None
+            row: dict[str, Any] = {"source": source, "last_refresh": None, "age_h": None, "offers": 0,
+                                   "skipped": 0, "newest_as_of": None, "stale": True,
+                                   "last_attempt": last.taken_at, "last_status": last.status,
+                                   "last_error": last.note if last.status == "failed" else ""}
+            if ok is not None:
+                taken = dt.datetime.fromisoformat(ok.taken_at)
+                newest = self.conn.execute("SELECT MAX(as_of) FROM offers WHERE snapshot_id = ?", (ok.id,)).fetchone()[0]
+                age_h = (now - taken).total_seconds() / 3600
+                if source == BUNDLED or source.startswith(USER_PREFIX):
+                    stale = newest is None or (today - dt.date.fromisoformat(newest)).days > STALE_AFTER_DAYS
+                else:
+                    stale = age_h > STALE_SNAPSHOT_DAYS * 24
+                row.update(last_refresh=ok.taken_at, age_h=round(age_h, 2), offers=ok.rows_added,
+                           skipped=ok.rows_skipped, newest_as_of=newest, stale=stale, snapshot_id=ok.id)
+            out.append(row)
+        return out
+
+    def history(self, gpu: str, provider: str | None = None, pricing: str | None = None) -> list[dict[str, Any]]:
+        """Min and median price per GPU-hour by (date, provider, pricing) over every complete
+        snapshot; repeated refreshes of one source on one day count once (the newest)."""
+        sql = """
+            WITH picked AS (
+                SELECT MAX(id) AS id FROM snapshots WHERE status = 'complete'
+                GROUP BY source, substr(taken_at, 1, 10))
+            SELECT DISTINCT o.as_of, o.provider, o.pricing, o.instance_type, o.region, o.price_per_gpu_hour_usd
+            FROM offers o JOIN picked p ON o.snapshot_id = p.id
+            WHERE o.gpu = ?"""
+        args: list[Any] = [gpu]
+        if provider:
+            sql += " AND o.provider = ?"
+            args.append(provider)
+        if pricing:
+            sql += " AND o.pricing = ?"
+            args.append(pricing)
+        groups: dict[tuple, list[float]] = {}
+        for as_of, prov, pr, _it, _reg, price in self.conn.execute(sql, args):
+            groups.setdefault((as_of, prov, pr), []).append(price)
+        return [{"date": d, "provider": p, "pricing": pr, "min_usd_per_gpu_h": min(v),
+                 "median_usd_per_gpu_h": statistics.median(v), "offers": len(v)}
+                for (d, p, pr), v in sorted(groups.items())]
+
+    def known_values(self, column: str) -> list[str]:
+        assert column in ("provider", "gpu", "pricing")
+        return [r[0] for r in self.conn.execute(f"SELECT DISTINCT {column} FROM offers ORDER BY 1")]
+
+    def counts(self) -> dict[str, int]:
+        snaps = dict(self.conn.execute("SELECT status, COUNT(*) FROM snapshots GROUP BY status").fetchall())
+        return {"offers": self.conn.execute("SELECT COUNT(*) FROM offers").fetchone()[0],
+                "complete": snaps.get("complete", 0), "failed": snaps.get("failed", 0),
+                "pending": snaps.get("pending", 0)}
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # ---- refreshing ----------------------------------------------------------------------
+    def refresh(self, names: list[str], *, client=None, force: bool = False,
+                on_progress: Callable[[str, RefreshOutcome | None], None] | None = None) -> list[RefreshOutcome]:
+        """Fetch each source and write one snapshot per success. A failure (network, shape,
+        empty answer, a sharp shrink) records why and keeps the previous snapshot."""
+        import time
+
+        from gpuplan.catalog.secrets import get_secret, redact
+        from gpuplan.catalog.sources import SourceError, get_source
+        from gpuplan.catalog.sources.http import make_client
+
+        own_client = client is None
+        client = client or make_client()
+        outcomes: list[RefreshOutcome] = []
+        try:
+            for name in names:
+                if on_progress:
+                    on_progress(name, None)
+                t0 = time.perf_counter()
+                src = get_source(name)
+                if src.needs_key and not get_secret(src.needs_key):
+                    out = RefreshOutcome(name, "skipped", reason=f"no API key (set {src.needs_key})")
+                else:
+                    out = self._refresh_one(src, client, force, SourceError, redact)
+                out.elapsed_s = time.perf_counter() - t0
+                outcomes.append(out)
+                if on_progress:
+                    on_progress(name, out)
+        finally:
+            if own_client:
+                client.close()
+        return outcomes
+
+    def _refresh_one(self, src, client, force, SourceError, redact) -> RefreshOutcome:
+        name = src.name
+        try:
+            result = src.fetch(client)
+        except SourceError as e:
+            return self._failed(name, str(e), redact)
+        except GpuplanError as e:
+            return self._failed(name, str(e), redact)
+        except Exception as e:  # noqa: BLE001 - a parser bug in one source must not stop the others
+            return self._failed(name, f"unexpected {type(e).__name__} while reading the answer", redact)
+        skipped = dict(result.skipped)
+        if not result.offers:
+            why = "no valid offers in the answer" + (f" ({result.raw_rows} rows, all skipped)" if result.raw_rows else "")
+            out = self._failed(name, why, redact)
+            out.raw_rows, out.rows_skipped, out.skipped = result.raw_rows, result.rows_skipped, skipped
+            return out
+        prev = self.latest_complete().get(name)
+        prev_n = self.snapshot(prev).rows_added if prev else 0
+        if (not force and prev_n >= SHRINK_GUARD_MIN_PREVIOUS
+                and len(result.offers) < SHRINK_GUARD * prev_n):
+            out = self._failed(name, f"answer shrank from {prev_n} to {len(result.offers)} offers; "
+                                     f"kept the previous data (use --force to accept)", redact)
+            out.raw_rows = result.raw_rows
+            return out
+        snap = self.write_snapshot(name, result.offers, raw_rows=result.raw_rows, skipped=skipped, note=result.note)
+        return RefreshOutcome(name, "ok", rows_added=snap.rows_added, rows_skipped=snap.rows_skipped,
+                              raw_rows=result.raw_rows, skipped=skipped, snapshot_id=snap.id, reason=redact(result.note))
+
+    def _failed(self, name: str, reason: str, redact) -> RefreshOutcome:
+        reason = redact(reason)
+        self.record_failure(name, reason)
+        return RefreshOutcome(name, "failed", reason=reason)
+
+
+def _source_rank(source: str, offer: Offer) -> int:
+    """User imports beat live API data, which beats aggregated and bundled data."""
+    if source.startswith(USER_PREFIX):
+        return 3
+    if offer.confidence == "live":
+        return 2
+    return 1
+
+
+def merge_current(groups: Mapping[str, list[Offer]]) -> list[Offer]:
+    """Merge each source's newest offers into one list.
+
+    - Exact duplicates (provider, instance, GPU, region, pricing, term) keep the offer from the
+      highest-ranked source (user > live API > aggregated/bundled), then the newest `as_of`.
+    - A live API answer for a (provider, GPU, pricing) supersedes older aggregated/bundled rows for
+      the same triple: a 2025 list price must not outrank today's.
+    """
+    best: dict[tuple, tuple[tuple, Offer]] = {}
+    live_triples: set[tuple] = set()
+    for source in sorted(groups):
+        for o in groups[source]:
+            rank = _source_rank(source, o)
+            if rank == 2:
+                live_triples.add((o.provider, o.gpu, o.pricing))
+            key = (o.provider, o.instance_type, o.gpu, o.region, o.pricing, o.commitment_term_h)
+            score = (rank, o.as_of, source)
+            cur = best.get(key)
+            if cur is None or score > cur[0]:
+                best[key] = (score, o)
+    out = [o for (rank, _a, _s), o in best.values()
+           if not (rank == 1 and (o.provider, o.gpu, o.pricing) in live_triples)]
+    out.sort(key=lambda o: (o.provider, o.gpu, o.pricing, o.price_per_gpu_hour_usd, o.instance_type, o.region))
+    return out
+
+
+def open_store(db: str | os.PathLike | None = None, **kw) -> Store:
+    return Store(resolve_db_path(db), **kw)
+
+
+def read_current_offers(path: str | os.PathLike) -> list[Offer] | None:
+    """Offers from the newest complete snapshot of each source, merged; None when there is
+    no store file (the caller then uses the bundled catalog)."""
+    p = pathlib.Path(path)
+    if not p.exists():
+        return None
+    with Store(p) as s:
+        return s.current_offers()

@@ -1,0 +1,226 @@
+"""`gpuplan catalog refresh|status|history|import|export`: the store and its live sources.
+
+Presentation only: fetching, validation and merging live in gpuplan.catalog.store/sources/imports.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from gpuplan.cli.app import catalog_app
+
+DB_HELP = "catalog store file (default: $GPUPLAN_DB, else the user data dir's gpuplan/catalog.db)"
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def _store(db: Optional[str]):
+    from gpuplan.catalog.store import open_store
+
+    return open_store(db)
+
+
+def _skip_summary(skipped: dict[str, int], n: int = 3) -> str:
+    top = sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    more = len(skipped) - len(top)
+    return "; ".join(f"{k} ×{v}" for k, v in top) + (f"; +{more} more reasons" if more > 0 else "")
+
+
+@catalog_app.command("refresh")
+def refresh_cmd(
+    source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="source to refresh (repeatable): vast, runpod, azure, vultr, lambda, skypilot[:cloud], gpuhunt[:provider]; default: all keyless sources"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    force: bool = typer.Option(False, "--force", help="accept an answer much smaller than the previous one"),
+    as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON"),
+) -> None:
+    """Fetch today's prices; each source that answers becomes a new snapshot, failures keep the old one."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from gpuplan.catalog.sources import expand_source_names
+    from gpuplan.cli.output import print_json, print_table
+    from gpuplan.errors import GpuplanError
+
+    names = expand_source_names(source)
+    err = Console(stderr=True)
+    with _store(db) as store:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("refreshing", total=len(names))
+
+            def on_progress(name, outcome):
+                if outcome is None:
+                    progress.update(task, description=f"refreshing {name}")
+                else:
+                    progress.advance(task)
+
+            outcomes = store.refresh(names, force=force, on_progress=on_progress)
+    rows = [{"source": o.source, "status": o.status, "rows_added": o.rows_added, "rows_skipped": o.rows_skipped,
+             "raw_rows": o.raw_rows, "seconds": round(o.elapsed_s, 2),
+             "why": o.reason if o.status != "ok" else _skip_summary(o.skipped),
+             "skipped_reasons": o.skipped} for o in outcomes]
+    if as_json:
+        print_json({"outcomes": rows})
+    else:
+        print_table(rows, [("source", "source"), ("status", "status"), ("rows_added", "added"),
+                           ("rows_skipped", "skipped"), ("raw_rows", "read"), ("seconds", "s"),
+                           ("why", "failed because / skipped because")], title="catalog refresh")
+    if outcomes and not any(o.status == "ok" for o in outcomes):
+        raise GpuplanError("no source refreshed; the previous catalog data is kept")
+
+
+@catalog_app.command("status")
+def status_cmd(
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print as JSON"),
+) -> None:
+    """Each source: last good refresh, its age, offer count, stale flag and the last error."""
+    from gpuplan.cli.output import print_json, print_table
+
+    with _store(db) as store:
+        rows = store.sources()
+        counts = store.counts()
+        path = str(store.path)
+    if as_json:
+        print_json({"db": path, "sources": rows, "totals": counts})
+        return
+    for r in rows:
+        r["age"] = _age(r["age_h"])
+        r["last_refresh"] = r["last_refresh"] and r["last_refresh"][:16].replace("T", " ")
+        r["note"] = r["last_error"] and f"last attempt failed: {r['last_error']}"
+    print_table(rows, [("source", "source"), ("last_refresh", "last good refresh (UTC)"), ("age", "age"),
+                       ("offers", "offers"), ("skipped", "skipped"), ("newest_as_of", "newest as_of"),
+                       ("stale", "stale"), ("note", "note")],
+                title="catalog sources", caption=f"{path}: {counts['offers']} stored offers in "
+                                                 f"{counts['complete']} snapshots ({counts['failed']} failed refreshes)")
+
+
+def _age(age_h: float | None) -> str:
+    if age_h is None:
+        return "-"
+    if age_h < 1:
+        return f"{age_h * 60:.0f} min"
+    if age_h < 48:
+        return f"{age_h:.1f} h"
+    return f"{age_h / 24:.0f} d"
+
+
+def sparkline(values: list[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    if hi - lo < 1e-12:
+        return SPARK[3] * len(values)
+    return "".join(SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))] for v in values)
+
+
+@catalog_app.command("history")
+def history_cmd(
+    gpu: str = typer.Option(..., "--gpu", help="GPU name, e.g. H100, A100-80GB, 'RTX 4090'"),
+    provider: Optional[str] = typer.Option(None, "--provider", help="only this provider"),
+    pricing: Optional[str] = typer.Option(None, "--pricing", help="on_demand, spot, reserved, community or interruptible"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print as JSON"),
+) -> None:
+    """Min and median price per GPU-hour over time, per provider and pricing type."""
+    from rich.console import Console
+
+    from gpuplan.catalog.gpus import resolve_gpu_id
+    from gpuplan.catalog.records import PRICING_TYPES
+    from gpuplan.cli.output import fmt_usd, print_json, print_table
+    from gpuplan.errors import UnknownNameError, UsageError
+
+    gid = resolve_gpu_id(gpu)
+    if pricing is not None and pricing not in PRICING_TYPES:
+        raise UsageError(f"unknown pricing {pricing!r}; use {', '.join(PRICING_TYPES)}")
+    with _store(db) as store:
+        if provider is not None:
+            known = store.known_values("provider")
+            if provider.lower() not in known:
+                raise UnknownNameError("provider", provider, known)
+            provider = provider.lower()
+        rows = store.history(gid, provider, pricing)
+    if as_json:
+        print_json({"gpu": gid, "provider": provider, "pricing": pricing, "points": rows})
+        return
+    if not rows:
+        Console().print(f"no stored prices for {gid}" + (f" at {provider}" if provider else "")
+                        + (f" ({pricing})" if pricing else ""))
+        return
+    series: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        series.setdefault((r["provider"], r["pricing"]), []).append(r)
+    summary = []
+    for (prov, pr), pts in sorted(series.items(), key=lambda kv: kv[1][-1]["median_usd_per_gpu_h"]):
+        first, last = pts[0]["median_usd_per_gpu_h"], pts[-1]["median_usd_per_gpu_h"]
+        summary.append({"provider": prov, "pricing": pr, "from": pts[0]["date"], "to": pts[-1]["date"],
+                        "points": len(pts), "min": pts[-1]["min_usd_per_gpu_h"], "median": last,
+                        "change": f"{(last / first - 1) * 100:+.0f}%" if len(pts) > 1 else "-",
+                        "trend": sparkline([p["median_usd_per_gpu_h"] for p in pts])})
+    print_table(summary, [("provider", "provider"), ("pricing", "pricing"), ("from", "from"), ("to", "to"),
+                          ("points", "dates"), ("min", "latest min $/GPU-h"), ("median", "latest median $/GPU-h"),
+                          ("change", "change"), ("trend", "median over time")],
+                title=f"{gid} price history", formatters={"min": fmt_usd, "median": fmt_usd})
+    top = max(r["median_usd_per_gpu_h"] for r in rows)
+    width = 30
+    detail = [{**r, "bar": "█" * max(1, round(r["median_usd_per_gpu_h"] / top * width))} for r in rows]
+    print_table(detail, [("date", "as_of"), ("provider", "provider"), ("pricing", "pricing"),
+                         ("min_usd_per_gpu_h", "min"), ("median_usd_per_gpu_h", "median"), ("offers", "n"),
+                         ("bar", "median $/GPU-h")],
+                formatters={"min_usd_per_gpu_h": fmt_usd, "median_usd_per_gpu_h": fmt_usd})
+
+
+@catalog_app.command("import")
+def import_cmd(
+    file: str = typer.Argument(..., help="CSV or YAML of offers (the columns `catalog export` writes)"),
+    name: Optional[str] = typer.Option(None, "--name", help="import name; the source becomes user:<name> (default: file name)"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Add your own offers (negotiated prices, a private cluster); re-importing a name replaces it."""
+    from gpuplan.catalog.imports import import_offers
+
+    with _store(db) as store:
+        snap = import_offers(store, file, name)
+    typer.echo(f"imported {snap.rows_added} offers as source {snap.source} (snapshot {snap.id})")
+
+
+@catalog_app.command("export")
+def export_cmd(
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="csv or yaml (default: from --out, else csv)"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="write here (atomically) instead of stdout"),
+    source: Optional[str] = typer.Option(None, "--source", help="only this source's newest snapshot, e.g. user:mine"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="only this GPU"),
+    provider: Optional[str] = typer.Option(None, "--provider", help="only this provider"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write the current offers in the format `catalog import` reads."""
+    import sys
+
+    from gpuplan.catalog.gpus import resolve_gpu_id
+    from gpuplan.catalog.imports import render_offers, write_atomic
+    from gpuplan.errors import UnknownNameError, UsageError
+
+    if fmt is None:
+        fmt = "yaml" if out and out.lower().endswith((".yaml", ".yml")) else "csv"
+    fmt = fmt.lower()
+    if fmt not in ("csv", "yaml"):
+        raise UsageError(f"unknown format {fmt!r}; use csv or yaml")
+    with _store(db) as store:
+        if source is not None:
+            latest = store.latest_complete()
+            if source not in latest:
+                raise UnknownNameError("source", source, sorted(latest))
+            offers = store.snapshot_offers(latest[source])
+        else:
+            offers = store.current_offers()
+    if gpu is not None:
+        gid = resolve_gpu_id(gpu)
+        offers = [o for o in offers if o.gpu == gid]
+    if provider is not None:
+        offers = [o for o in offers if o.provider == provider.lower()]
+    text = render_offers(offers, fmt)
+    if out:
+        write_atomic(out, text)
+        typer.echo(f"wrote {len(offers)} offers to {out}", err=True)
+    else:
+        sys.stdout.write(text)
