@@ -39,6 +39,8 @@ SKYPILOT_CLOUDS = {
 GPUINFO_MEMORY_UNIT = {"runpod": "gb_per_gpu", "vast": "mib_total", "nebius": "missing"}
 SKYPILOT_AS_OF = "2026-08"  # README: "roughly August 2026 or earlier"
 SKYPILOT_NOTE = "undated SkyPilot catalog snapshot (roughly Aug 2026 or earlier), commit {commit}"
+# Schema v6 catalogs are no longer refreshed upstream; the price snapshot dates them 2024-25.
+SKYPILOT_OLD_SCHEMAS = {"v6": ("2024-25", "SkyPilot schema-v6 catalog, no longer refreshed (dated 2024-25), commit {commit}")}
 MARKETPLACE_PROVIDERS = {"vast"}  # their listings are host-set 'community' prices
 OFFER_COLUMNS = [
     "provider", "instance_type", "gpu", "gpus_per_node", "region", "pricing", "price_per_hour_usd",
@@ -195,6 +197,7 @@ def parse_gpuinfo(text: str) -> tuple[str, float | None]:
 
 def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, str]]:
     from gpuplan.catalog.gpus import all_gpus, resolve_gpu_id
+    from gpuplan.catalog.records import parse_as_of
     from gpuplan.catalog.validation import memory_problem, price_problem
     from gpuplan.errors import UnknownNameError
 
@@ -207,7 +210,10 @@ def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, 
         for path in files:
             rel = f"{folder}/{path.name}"
             commit = manifest.get(rel, {}).get("source_commit", "unknown")[:12]
-            source = f"skypilot-catalog {manifest.get(rel, {}).get('source_path_in_repo', rel)}@{commit}"
+            upstream = manifest.get(rel, {}).get("source_path_in_repo", rel)
+            source = f"skypilot-catalog {upstream}@{commit}"
+            label, note = SKYPILOT_OLD_SCHEMAS.get(upstream.split("/")[1] if "/" in upstream else "", (SKYPILOT_AS_OF, SKYPILOT_NOTE))
+            as_of = parse_as_of(label)
             for i, r in enumerate(read_csv(path), start=2):
                 where = f"skypilot/{rel} line {i} ({r.get('InstanceType')})"
                 acc = (r.get("AcceleratorName") or "").strip()
@@ -242,7 +248,7 @@ def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, 
                     region=(r.get("Region") or "").strip(), vcpus=float(r["vCPUs"]) if r.get("vCPUs") else None,
                     ram_gb=round(float(r["MemoryGiB"]) * 1.073741824, 1) if r.get("MemoryGiB") else None,
                     interconnect=providers[pid].get("inter_node_fabric"),
-                    as_of=dt.date(2026, 8, 15), as_of_note=SKYPILOT_NOTE.format(commit=commit),
+                    as_of=as_of, as_of_note=note.format(commit=commit),
                     source=source, confidence="primary",
                 )
                 price = float(r["Price"]) if r.get("Price") else 0.0
@@ -335,6 +341,29 @@ def drop_skypilot_quotes(quoted: list[dict[str, str]], direct: list[dict[str, st
     return keep, older
 
 
+OUTDATED_AFTER_DAYS = 60
+
+
+def drop_outdated(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The same provider, GPU, node size and pricing seen again later is a price change: an
+    offer more than OUTDATED_AFTER_DAYS older than the newest of its kind becomes history."""
+    newest: dict[tuple, str] = {}
+    for r in rows:
+        key = (r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])
+        newest[key] = max(newest.get(key, r["as_of"]), r["as_of"])
+    keep, old = [], []
+    for r in rows:
+        key = (r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])
+        age_gap = (dt.date.fromisoformat(newest[key]) - dt.date.fromisoformat(r["as_of"])).days
+        if age_gap > OUTDATED_AFTER_DAYS:
+            old.append(r)
+            drop(f"{r['provider']} {r['instance_type']} {r['pricing']} @ {r['as_of']}",
+                 f"a {newest[key]} price exists for the same GPU, node size and pricing (kept as history)")
+        else:
+            keep.append(r)
+    return keep, old
+
+
 def resolve_duplicates(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """One offer per (provider, instance, GPU, count, region, pricing): the newest wins, then the
     more trusted source; the others are kept as price history."""
@@ -394,7 +423,8 @@ def main() -> None:
     direct = skypilot_offers(shared, by_id)
     quoted, older = drop_skypilot_quotes(snapshot_offers(shared, provider_lookup(providers), by_id), direct)
     current, superseded = resolve_duplicates(direct + quoted)
-    superseded = sorted(superseded + older, key=lambda r: (r["provider"], r["gpu"], r["as_of"]))
+    current, outdated = drop_outdated(current)
+    superseded = sorted(superseded + older + outdated, key=lambda r: (r["provider"], r["gpu"], r["as_of"]))
     write_csv(out_dir / "offers.csv", current, OFFER_COLUMNS)
     write_csv(out_dir / "offers-superseded.csv", superseded, OFFER_COLUMNS)
 
