@@ -1,0 +1,248 @@
+"""`gpuplan estimate train` and `gpuplan estimate memory`: training FLOPs, layout, time, memory.
+
+Presentation only: the numbers come from gpuplan.perf.training_estimate.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.app import estimate_app
+from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt
+
+GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
+TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B).")]
+EpochsOpt = Annotated[Optional[float], typer.Option("--epochs", help="Epochs over --dataset-tokens (fine-tuning).")]
+DatasetOpt = Annotated[Optional[str], typer.Option("--dataset-tokens", help="Tokens in the data set (with --epochs).")]
+PrecisionOpt = Annotated[str, typer.Option("--precision", help="bf16, fp16, fp8 (GPUs with FP8) or fp4 (GPUs with FP4).")]
+SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
+BatchOpt = Annotated[Optional[int], typer.Option("--global-batch", help="Sequences per optimizer step (default ~4M tokens pre-training, ~128k fine-tuning).")]
+MethodOpt = Annotated[str, typer.Option("--method", help="full, lora or qlora.")]
+RankOpt = Annotated[int, typer.Option("--lora-rank", help="LoRA rank.")]
+TargetsOpt = Annotated[str, typer.Option("--lora-targets", help="LoRA on 'attention' projections or 'all' linear layers.")]
+RecomputeOpt = Annotated[Optional[str], typer.Option("--recompute", help="Activation recompute: none, selective or full (default: searched).")]
+ZeroOpt = Annotated[Optional[int], typer.Option("--zero", help="ZeRO stage 0-3 (1 = distributed optimizer; default: searched).")]
+FabricOpt = Annotated[str, typer.Option("--fabric", help="Inter-node network per GPU: infiniband (400 Gb/s), ethernet (100 Gb/s) or Gb/s.")]
+GpnOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node (TP stays inside a node).")]
+
+
+def _int_opt(name: str, help_: str):
+    return Annotated[Optional[int], typer.Option(name, help=help_)]
+
+
+def _model(model, params, active):
+    from gpuplan.errors import UsageError
+    from gpuplan.units import parse_quantity
+
+    if (model is None) == (params is None):
+        raise UsageError("give exactly one of --model and --params")
+    if model is not None:
+        if active is not None:
+            raise UsageError("--active-params goes with --params, not --model")
+        from gpuplan.models import resolve_model
+
+        return resolve_model(model)
+    from gpuplan.models import model_from_params
+
+    total = parse_quantity(params, "--params")
+    act = parse_quantity(active, "--active-params") if active is not None else None
+    return model_from_params(total, act)
+
+
+def _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets,
+              default_tokens: float | None = None):
+    from gpuplan.errors import UsageError
+    from gpuplan.perf.workload import make_workload
+    from gpuplan.units import parse_quantity
+
+    method = method.strip().lower()
+    if method not in ("full", "lora", "qlora"):
+        raise UsageError(f"--method {method!r}: use full, lora or qlora")
+    tok = parse_quantity(tokens, "--tokens") if tokens is not None else None
+    data = parse_quantity(dataset_tokens, "--dataset-tokens") if dataset_tokens is not None else None
+    if epochs is not None and data is None:
+        raise UsageError("--epochs needs --dataset-tokens")
+    if data is not None and epochs is None:
+        raise UsageError("--dataset-tokens needs --epochs")
+    if tok is None and data is None:
+        if default_tokens is None:
+            raise UsageError("give --tokens, or --epochs with --dataset-tokens")
+        tok = default_tokens
+    kind = "pretrain" if method == "full" and data is None else "finetune"
+    return make_workload(kind=kind, method=method, tokens=tok, epochs=epochs, dataset_tokens=data, seq_len=seq_len,
+                         global_batch=global_batch, precision=precision.strip().lower(), lora_rank=lora_rank,
+                         lora_targets=lora_targets.strip().lower())
+
+
+def _fabric(text: str):
+    from gpuplan.errors import UsageError
+
+    t = text.strip().lower()
+    if t in ("infiniband", "ib", "ethernet", "eth", "roce"):
+        return t
+    try:
+        return float(t.removesuffix("gbps").removesuffix("gb/s"))
+    except ValueError:
+        raise UsageError(f"--fabric {text!r}: use infiniband, ethernet or a number of Gb/s per GPU") from None
+
+
+@estimate_app.command("train")
+def train_command(
+    model: ModelOpt = None,
+    params: ParamsOpt = None,
+    active_params: ActiveParamsOpt = None,
+    tokens: TokensOpt = None,
+    epochs: EpochsOpt = None,
+    dataset_tokens: DatasetOpt = None,
+    gpu: GpuOpt = None,
+    gpus: _int_opt("--gpus", "GPU count (default: the smallest that fits and meets --deadline-days).") = None,
+    precision: PrecisionOpt = "bf16",
+    seq_len: SeqOpt = 4096,
+    global_batch: BatchOpt = None,
+    micro_batch: _int_opt("--micro-batch", "Sequences per micro-batch (default: searched).") = None,
+    tp: _int_opt("--tp", "Tensor parallel size (default: searched).") = None,
+    pp: _int_opt("--pp", "Pipeline stages (default: searched).") = None,
+    cp: _int_opt("--cp", "Context parallel size (default: searched).") = None,
+    ep: _int_opt("--ep", "Expert parallel size, MoE (default: searched).") = None,
+    vp: _int_opt("--vp", "Interleaved pipeline chunks per GPU (default: searched).") = None,
+    recompute: RecomputeOpt = None,
+    zero: ZeroOpt = None,
+    method: MethodOpt = "full",
+    lora_rank: RankOpt = 16,
+    lora_targets: TargetsOpt = "all",
+    goodput: Annotated[Optional[float], typer.Option("--goodput", help="Whole-run productive share of wall time (default: fitted).")] = None,
+    efficiency: Annotated[Optional[float], typer.Option("--efficiency", help="Achieved fraction of peak for compute (default: fitted curve).")] = None,
+    fabric: FabricOpt = "infiniband",
+    gpus_per_node: GpnOpt = 8,
+    deadline_days: Annotated[Optional[float], typer.Option("--deadline-days", help="Wall-time target used to pick the GPU count (default 30).")] = None,
+    attention: Annotated[str, typer.Option("--flops-convention", help="Attention FLOPs in MFU: causal, full or none.")] = "causal",
+    as_json: JsonOpt = False,
+) -> None:
+    """GPU-hours, wall time, MFU, memory and parallel layout to train or fine-tune a model."""
+    from gpuplan.errors import GpuplanError, UsageError
+    from gpuplan.perf.training_estimate import estimate_training
+
+    if gpu is None:
+        raise UsageError("--gpu is required (e.g. --gpu H100)")
+    spec = _model(model, params, active_params)
+    wl = _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets)
+    est = estimate_training(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
+                            recompute=recompute, zero=zero, inter_node_gbps_per_gpu=_fabric(fabric),
+                            gpus_per_node=gpus_per_node, goodput=goodput, efficiency=efficiency,
+                            deadline_days=deadline_days, attention=attention.strip().lower())
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(est)
+    else:
+        _print_train(est)
+    if not est.fits:
+        raise GpuplanError(f"does not fit: {est.memory_per_gpu_gb:.1f} GB per GPU needed, "
+                           f"{est.memory_shortfall_gb:.1f} GB more than a {est.gpu} holds")
+
+
+def _layout_text(lay) -> str:
+    return (f"TP{lay.tp} PP{lay.pp} DP{lay.dp} CP{lay.cp} EP{lay.ep} VP{lay.vp}, micro-batch {lay.micro_batch} "
+            f"x {lay.micro_batches}, recompute {lay.recompute}, ZeRO-{lay.zero}")
+
+
+def _print_train(est) -> None:
+    from rich.console import Console
+    from rich.panel import Panel
+
+    from gpuplan.cli.output import fmt_value, print_table
+
+    console = Console() if Console().is_terminal else Console(width=160)
+    a = est.assumptions
+    lines = [
+        f"[bold]{est.model}[/] on [bold]{est.n_gpus} x {est.gpu}[/], {est.method} {est.precision}, "
+        f"{est.tokens:,.3g} tokens",
+        f"GPU-hours [bold]{est.gpu_hours:,.0f}[/]   wall [bold]{est.wall_days:,.2f} days[/] "
+        f"({est.wall_hours:,.1f} h)   {est.steps:,} steps of {est.step_time_s:.3g} s",
+        f"MFU {est.mfu:.1%}   HFU {est.hfu:.1%}   {est.tokens_per_s:,.0f} tokens/s   FLOPs {est.flops:.3g}",
+        f"memory {est.memory_per_gpu_gb:.1f} / {est.gpu_memory_gb:g} GB per GPU"
+        + ("" if est.fits else f"  [red]short by {est.memory_shortfall_gb:.1f} GB[/]"),
+        f"layout: {_layout_text(est.layout)}; global batch {est.layout.global_batch} x {a['seq_len']} tokens",
+        f"assumed: efficiency {a['efficiency']:.3f} ({a['efficiency_source']}), goodput {a['goodput']:.3f}, "
+        f"peak {a['peak_tflops']:g} TFLOP/s, fabric {a['fabric']['inter_node_gbps_per_gpu']:g} Gb/s per GPU",
+    ]
+    lines += [f"note: {n}" for n in est.notes]
+    console.print(Panel("\n".join(lines), title="training estimate", expand=False))
+    mem_rows = [{"part": k, "gb": v} for k, v in est.memory.items()]
+    mem_rows.append({"part": "total", "gb": est.memory_per_gpu_gb})
+    step_rows = [{"part": k, "s": v} for k, v in est.step_breakdown_s.items() if v > 0]
+    print_table(mem_rows, [("part", "memory"), ("gb", "GB/GPU")], title="memory per GPU",
+                formatters={"gb": lambda v: f"{v:.2f}"})
+    print_table(step_rows, [("part", "step part"), ("s", "seconds")], title="step time",
+                formatters={"s": lambda v: f"{v:.3g}"})
+    if est.runners_up:
+        rows = [{"layout": _layout_text(r.layout), "step_s": r.step_time_s, "mfu": r.mfu,
+                 "mem": r.memory_per_gpu_gb, "slower": r.slower_pct} for r in est.runners_up]
+        print_table(rows, [("layout", "runner-up layout"), ("step_s", "step s"), ("mfu", "MFU"),
+                           ("mem", "GB/GPU"), ("slower", "slower %")],
+                    formatters={"step_s": lambda v: f"{v:.3g}", "mfu": lambda v: f"{v:.1%}",
+                                "mem": lambda v: f"{v:.1f}", "slower": lambda v: f"{v:+.1f}"})
+    rej = {k: v for k, v in est.rejected.items() if v}
+    if rej:
+        console.print("rejected layouts: " + ", ".join(f"{k} {fmt_value(v)}" for k, v in rej.items()))
+
+
+@estimate_app.command("memory")
+def memory_command(
+    model: ModelOpt = None,
+    params: ParamsOpt = None,
+    active_params: ActiveParamsOpt = None,
+    gpu: GpuOpt = None,
+    gpus: Annotated[int, typer.Option("--gpus", help="GPU count (dp = gpus / (tp x pp x cp)).")] = 1,
+    precision: PrecisionOpt = "bf16",
+    seq_len: SeqOpt = 4096,
+    global_batch: BatchOpt = None,
+    micro_batch: Annotated[int, typer.Option("--micro-batch", help="Sequences per micro-batch.")] = 1,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor parallel size.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    cp: Annotated[int, typer.Option("--cp", help="Context parallel size.")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="Expert parallel size (MoE).")] = 1,
+    vp: Annotated[int, typer.Option("--vp", help="Interleaved pipeline chunks per GPU.")] = 1,
+    recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3.")] = 0,
+    method: MethodOpt = "full",
+    lora_rank: RankOpt = 16,
+    lora_targets: TargetsOpt = "all",
+    fp32_grads: Annotated[bool, typer.Option("--fp32-grads", help="fp32 gradient accumulation buffers (18 B/param).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Training memory per GPU for one layout: weights, gradients, optimizer, activations."""
+    from gpuplan.errors import GpuplanError
+    from gpuplan.perf.training_estimate import estimate_memory
+
+    spec = _model(model, params, active_params)
+    wl = _workload(None, None, None, method, seq_len, global_batch, precision, lora_rank, lora_targets,
+                   default_tokens=1e9)
+    if fp32_grads:
+        wl = wl.model_copy(update={"fp32_grads": True})
+    est = estimate_memory(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch,
+                          recompute=recompute, zero=zero, vp=vp)
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(est)
+    else:
+        from gpuplan.cli.output import print_table
+
+        rows = [{"part": k, "gb": v} for k, v in est.memory.items()]
+        rows.append({"part": "total", "gb": est.memory_per_gpu_gb})
+        lay = est.layout
+        typer.echo(f"{est.model} {est.method} {wl.precision}: TP{lay['tp']} PP{lay['pp']} DP{lay['dp']} CP{lay['cp']} "
+                   f"EP{lay['ep']} VP{lay['vp']}, micro-batch {lay['micro_batch']} x {wl.seq_len} tokens, "
+                   f"recompute {lay['recompute']}, ZeRO-{lay['zero']}")
+        title = "memory per GPU"
+        cap = None
+        if est.gpu:
+            cap = (f"{est.gpu} holds {est.gpu_memory_gb:g} GB: "
+                   + ("fits" if est.fits else f"short by {est.memory_shortfall_gb:.1f} GB"))
+        print_table(rows, [("part", "memory"), ("gb", "GB/GPU")], title=title, caption=cap,
+                    formatters={"gb": lambda v: f"{v:.2f}"})
+    if est.fits is False:
+        raise GpuplanError(f"does not fit: {est.memory_per_gpu_gb:.1f} GB per GPU needed, "
+                           f"{est.memory_shortfall_gb:.1f} GB more than a {est.gpu} holds")

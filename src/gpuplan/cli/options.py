@@ -1,0 +1,63 @@
+"""Option types shared by several commands, so each flag means the same thing everywhere."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Catalog store (default: $GPUPLAN_DB or the user data dir).")]
+
+# Model choice.
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Preset id (e.g. llama-3.1-8b) or a config.json path.")]
+ParamsOpt = Annotated[Optional[str], typer.Option("--params", help="Total parameters (e.g. 7B, 7e9) when no preset fits.")]
+ActiveParamsOpt = Annotated[Optional[str], typer.Option("--active-params", help="Active parameters per token (MoE).")]
+
+# Constraints for plans.
+BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help="Max expected total cost, USD.")]
+DeadlineOpt = Annotated[Optional[str], typer.Option("--deadline", help="Max wall time: hours, or with a unit (36h, 14d).")]
+ProvidersOpt = Annotated[Optional[str], typer.Option("--providers", help="Only these providers (comma-separated).")]
+ExcludeOpt = Annotated[Optional[str], typer.Option("--exclude", help="Never these providers (comma-separated).")]
+KindsOpt = Annotated[Optional[str], typer.Option("--kinds", help="Provider kinds: hyperscaler, neocloud, marketplace, decentralized.")]
+RegionsOpt = Annotated[Optional[str], typer.Option("--regions", help="Region substrings (comma-separated).")]
+GpuFilterOpt = Annotated[Optional[str], typer.Option("--gpu", help="Only these GPUs (comma-separated; 'H100' = every H100 variant).")]
+MaxGpusOpt = Annotated[Optional[int], typer.Option("--max-gpus", help="Never more GPUs than this.")]
+NoSpotOpt = Annotated[bool, typer.Option("--no-spot", help="On-demand, reserved and community offers only.")]
+MinConfidenceOpt = Annotated[Optional[str], typer.Option("--min-confidence", help="primary, third-party or unverified.")]
+MaxPriceAgeOpt = Annotated[Optional[int], typer.Option("--max-price-age", help="Ignore prices older than this many days.")]
+AllowDecentralizedOpt = Annotated[bool, typer.Option("--allow-decentralized", help="Let multi-node training use decentralized/marketplace/consumer GPUs.")]
+LimitOpt = Annotated[int, typer.Option("--limit", help="Show at most N plans.")]
+
+
+def parse_duration_hours(text: str | None) -> float | None:
+    """'36', '36h', '14d', '2w', '90m' -> hours."""
+    import re
+
+    from gpuplan.errors import UsageError
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([mhdw]?)\s*", text.lower())
+    if not m:
+        raise UsageError(f"--deadline: {text!r} is not a duration (examples: 36h, 14d, 2w)")
+    value = float(m[1]) * {"": 1, "h": 1, "m": 1 / 60, "d": 24, "w": 168}[m[2]]
+    if value <= 0:
+        raise UsageError("--deadline must be positive")
+    return value
+
+
+def constraints_from_options(
+    budget: float | None, deadline: str | None, providers: str | None, exclude: str | None,
+    kinds: str | None, regions: str | None, gpu: str | None, max_gpus: int | None, no_spot: bool,
+    min_confidence: str | None, max_price_age: int | None, allow_decentralized: bool,
+):
+    from gpuplan.planner.requests import Constraints
+    from gpuplan.units import split_list
+
+    return Constraints(
+        budget_usd=budget, deadline_hours=parse_duration_hours(deadline), providers=split_list(providers),
+        exclude=split_list(exclude), kinds=split_list(kinds), regions=split_list(regions), gpus=split_list(gpu),
+        max_gpus=max_gpus, no_spot=no_spot, min_confidence=min_confidence, max_price_age_days=max_price_age,
+        allow_decentralized=allow_decentralized,
+    )

@@ -1,0 +1,89 @@
+"""The handful of numbers the training estimators need from a model, computed once.
+
+A layout search evaluates thousands of candidates; each needs the same per-layer parameter
+counts, widths and adapter sizes. Reading them off the ModelSpec once keeps the vectorized
+code free of model logic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    n_layers: int
+    hidden: int
+    n_heads: int
+    n_kv_heads: int
+    qk_head_dim: int  # per-head width of Q·Kᵀ (MLA: nope + rope)
+    v_head_dim: int
+    ffn_act: float  # FFN width a token passes through in an average layer (MoE: top-k experts + shared)
+    vocab: int
+    tied: bool
+    sliding_window: int | None
+    total_params: float
+    active_params: float
+    matmul_active_params: float  # active weights in matrix multiplies (no input embedding lookup)
+    layer_params_nonexpert: float  # per layer, average: attention, norms, dense FFN share, router, shared experts
+    expert_params_total: float  # all routed experts in all layers
+    n_experts: int
+    top_k: int
+    n_moe_layers: int
+    embed_in_params: float
+    embed_out_params: float  # 0 when tied (the output layer reuses the input matrix)
+    adapter_attention_per_rank: float  # LoRA params per unit rank, attention projections, all layers
+    adapter_ffn_per_rank: float  # LoRA params per unit rank, FFN matrices (all experts), all layers
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    def adapter_params(self, rank: int, targets: str) -> float:
+        per_rank = self.adapter_attention_per_rank + (self.adapter_ffn_per_rank if targets == "all" else 0.0)
+        return float(rank) * per_rank
+
+
+def model_shape(m: ModelSpec) -> ModelShape:
+    h, a, L = m.hidden_size, m.n_heads, m.n_layers
+    if m.attention == "mla":
+        qk = (m.qk_nope_head_dim or m.head_dim) + (m.qk_rope_head_dim or 0)
+        v = m.v_head_dim or m.head_dim
+    else:
+        qk = v = m.head_dim
+    n_ffn_mats = 3 if m.gated_ffn else 2
+    total = m.total_params()
+    active = m.active_params()
+    embed_in = float(m.vocab_size * h)
+    embed_out = 0.0 if m.tied_embeddings else float(m.vocab_size * h)
+    if m.is_moe:
+        expert_total = float(m.n_moe_layers * m.n_experts * m.expert_params())
+        fe = m.expert_ffn_size or m.ffn_size
+        shared = (m.shared_expert_ffn_size or fe * m.n_shared_experts) if m.n_shared_experts else 0
+        moe_ffn = m.n_active_experts * fe + shared
+        ffn_act = (m.n_dense_layers * m.ffn_size + m.n_moe_layers * moe_ffn) / L
+        ffn_adapter = m.n_dense_layers * n_ffn_mats * (h + m.ffn_size) + m.n_moe_layers * (
+            m.n_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))
+    else:
+        expert_total = 0.0
+        ffn_act = float(m.ffn_size)
+        ffn_adapter = L * n_ffn_mats * (h + m.ffn_size)
+    layer_nonexpert = (total - expert_total - embed_in - embed_out) / L
+    if m.attention == "mla":
+        # Adapters on the q/kv down- and up-projections and the output: approximate by the dense widths.
+        attn_adapter = L * ((h + a * qk) + 2 * (h + a * v) + (a * v + h))
+    else:
+        kv = m.n_kv_heads * m.head_dim
+        attn_adapter = L * ((h + a * qk) + 2 * (h + kv) + (a * v + h))
+    return ModelShape(
+        name=m.name, n_layers=L, hidden=h, n_heads=a, n_kv_heads=m.n_kv_heads, qk_head_dim=qk, v_head_dim=v,
+        ffn_act=float(ffn_act), vocab=m.vocab_size, tied=m.tied_embeddings, sliding_window=m.sliding_window,
+        total_params=float(total), active_params=float(active),
+        matmul_active_params=float(m.non_embedding_active_params()),
+        layer_params_nonexpert=float(layer_nonexpert), expert_params_total=expert_total,
+        n_experts=m.n_experts, top_k=m.n_active_experts, n_moe_layers=m.n_moe_layers,
+        embed_in_params=embed_in, embed_out_params=embed_out,
+        adapter_attention_per_rank=float(attn_adapter), adapter_ffn_per_rank=float(ffn_adapter),
+    )

@@ -1,0 +1,120 @@
+"""What a training job asks for: how many tokens, how long the sequences, which method and precision.
+
+A workload is independent of the hardware: the same pre-training run is costed on every GPU
+type in the catalog. Fine-tuning is given by tokens or by epochs over a data set, because that
+is how people think about it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpuplan.errors import UsageError
+
+Method = Literal["full", "lora", "qlora"]
+TrainPrecision = Literal["bf16", "fp16", "fp8", "fp4"]
+LoraTargets = Literal["attention", "all"]
+Optimizer = Literal["adam", "adam8bit", "sgd"]
+
+MAX_TOKENS = 1e16  # 100x the largest public run (Llama 3.1: 15.6T); beyond is a typo, not a plan
+MAX_SEQ_LEN = 4_194_304
+DEFAULT_SEQ_LEN = 4096
+# Pre-training batches sit at 2-16M tokens (Llama 2: 4M, Llama 3.1 405B: 16M); 4M is the middle.
+DEFAULT_PRETRAIN_BATCH_TOKENS = 4_194_304
+# Fine-tuning recipes use small batches (NVIDIA LoRA recipe: 32 x 4096 tokens).
+DEFAULT_FINETUNE_BATCH_TOKENS = 131_072
+
+
+class TrainingWorkload(BaseModel):
+    """A pre-training or fine-tuning job. `global_batch` is in sequences; None = a typical size."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["pretrain", "finetune"] = "pretrain"
+    method: Method = "full"
+    tokens: float | None = Field(default=None, description="training tokens processed (all epochs)")
+    epochs: float | None = None
+    dataset_tokens: float | None = None
+    seq_len: int = DEFAULT_SEQ_LEN
+    global_batch: int | None = None
+    batch_flexible: bool = Field(default=False, description="a given global_batch is a target the layout may round up")
+    precision: TrainPrecision = "bf16"
+    lora_rank: int = 16
+    lora_targets: LoraTargets = "all"
+    optimizer: Optimizer = "adam"
+    fp32_grads: bool = Field(default=False, description="fp32 gradient accumulation buffers (Megatron default): 18 B/param")
+    flash_attention: bool = True
+    sequence_parallel: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainingWorkload":
+        for name in ("tokens", "epochs", "dataset_tokens"):
+            v = getattr(self, name)
+            if v is not None and (not math.isfinite(v) or v <= 0):
+                raise ValueError(f"{name} must be a positive finite number, got {v}")
+        if self.tokens is None:
+            if self.epochs is None or self.dataset_tokens is None:
+                raise ValueError("give tokens, or epochs and dataset_tokens")
+        elif self.epochs is not None or self.dataset_tokens is not None:
+            raise ValueError("give tokens, or epochs and dataset_tokens, not both")
+        if self.total_tokens > MAX_TOKENS:
+            raise ValueError(f"{self.total_tokens:.3g} training tokens is beyond any plan (max {MAX_TOKENS:.0e})")
+        if not 1 <= self.seq_len <= MAX_SEQ_LEN:
+            raise ValueError(f"seq_len must be in 1..{MAX_SEQ_LEN}, got {self.seq_len}")
+        if self.global_batch is not None and not 1 <= self.global_batch <= 1e9:
+            raise ValueError(f"global_batch must be a positive number of sequences, got {self.global_batch}")
+        if not 1 <= self.lora_rank <= 65536:
+            raise ValueError(f"lora_rank must be in 1..65536, got {self.lora_rank}")
+        if self.method != "full" and self.kind == "pretrain":
+            raise ValueError("LoRA/QLoRA are fine-tuning methods; use kind='finetune'")
+        if self.total_tokens < self.seq_len:
+            raise ValueError(f"{self.total_tokens:.3g} tokens is less than one sequence of {self.seq_len}")
+        return self
+
+    @property
+    def total_tokens(self) -> float:
+        if self.tokens is not None:
+            return float(self.tokens)
+        return float(self.epochs) * float(self.dataset_tokens)
+
+    @property
+    def default_global_batch(self) -> int:
+        """Sequences per step when none is given: a typical token budget per step, at least 1."""
+        target = DEFAULT_PRETRAIN_BATCH_TOKENS if self.kind == "pretrain" else DEFAULT_FINETUNE_BATCH_TOKENS
+        target = min(target, self.total_tokens)
+        return max(1, int(round(target / self.seq_len)))
+
+    @property
+    def batch_fixed(self) -> bool:
+        """A user-given batch is a constraint; a default one may be rounded to fit the layout."""
+        return self.global_batch is not None and not self.batch_flexible
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch if self.global_batch is not None else self.default_global_batch
+
+
+def make_workload(**kwargs) -> TrainingWorkload:
+    """Build a workload; a bad field becomes one UsageError line instead of a pydantic dump."""
+    try:
+        return TrainingWorkload(**kwargs)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "workload"
+        msg = err.get("msg", str(e)).removeprefix("Value error, ")
+        raise UsageError(f"{where}: {msg}" if where != "workload" else msg) from None
+
+
+def pretraining(tokens: float, seq_len: int = DEFAULT_SEQ_LEN, global_batch: int | None = None,
+                precision: str = "bf16", **kw) -> TrainingWorkload:
+    return make_workload(kind="pretrain", tokens=tokens, seq_len=seq_len, global_batch=global_batch,
+                         precision=precision, **kw)
+
+
+def finetuning(method: str = "full", tokens: float | None = None, epochs: float | None = None,
+               dataset_tokens: float | None = None, seq_len: int = DEFAULT_SEQ_LEN,
+               global_batch: int | None = None, precision: str = "bf16", **kw) -> TrainingWorkload:
+    return make_workload(kind="finetune", method=method, tokens=tokens, epochs=epochs, dataset_tokens=dataset_tokens,
+                         seq_len=seq_len, global_batch=global_batch, precision=precision, **kw)

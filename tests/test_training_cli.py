@@ -1,0 +1,92 @@
+"""`gpuplan estimate train` / `gpuplan estimate memory`: JSON fields, human output, bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED = {"flops", "gpu_hours", "wall_hours", "wall_days", "step_time_s", "tokens_per_s", "mfu", "hfu",
+            "memory_per_gpu_gb", "layout", "assumptions", "fits", "memory_shortfall_gb", "runners_up", "rejected"}
+
+
+def test_train_json_fields(cli):
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1T", "--gpu", "H100",
+                         "--gpus", "64", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert REQUIRED <= set(d)
+    assert {"tp", "pp", "cp", "dp", "ep", "micro_batch", "recompute", "zero"} <= set(d["layout"])
+    assert {"efficiency", "goodput", "peak_tflops", "precision", "flops_convention", "fabric"} <= set(d["assumptions"])
+    assert d["n_gpus"] == 64 and d["fits"] is True
+    assert d["gpu_hours"] == pytest.approx(d["wall_hours"] * 64)
+    assert d["tokens"] == 1e12
+
+
+def test_train_params_and_suffixes(cli):
+    code, out, _ = cli("estimate", "train", "--params", "70B", "--tokens", "2e12", "--gpu", "A100-80GB",
+                       "--gpus", "512", "--fabric", "ethernet", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["assumptions"]["fabric"]["inter_node_gbps_per_gpu"] == pytest.approx(100)
+    assert 60e9 < d["assumptions"]["params"] < 80e9
+
+
+def test_train_human_output_and_lora_epochs(cli):
+    code, out, _ = cli("estimate", "train", "--model", "llama-3.1-8b", "--epochs", "3", "--dataset-tokens", "100M",
+                       "--method", "lora", "--gpu", "H100", "--gpus", "1")
+    assert code == 0
+    assert "GPU-hours" in out and "memory per GPU" in out and "3e+08 tokens" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--tokens", "1T", "--gpu", "H100", "--gpus", "8", "--tp", "3"], "tp=3"),
+    (["--tokens", "-5", "--gpu", "H100"], "--tokens"),
+    (["--tokens", "nanT", "--gpu", "H100"], "--tokens"),
+    (["--tokens", "1e30", "--gpu", "H100"], "beyond"),
+    (["--tokens", "1T", "--gpu", "H9000"], "unknown GPU"),
+    (["--tokens", "1T", "--gpu", "A100-80GB", "--precision", "fp8"], "fp8"),
+    (["--tokens", "1T", "--gpu", "H100", "--gpus", "0"], "GPU count"),
+    (["--tokens", "1T", "--gpu", "H100", "--fabric", "carrier-pigeon"], "--fabric"),
+    (["--tokens", "1T", "--gpu", "H100", "--method", "dora"], "--method"),
+    (["--tokens", "1T"], "--gpu"),
+])
+def test_train_usage_errors(cli, args, needle):
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", *args)
+    assert code == 2
+    assert needle in err and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_train_not_fitting_exits_1_with_shortfall(cli):
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-70b", "--tokens", "1e9", "--gpu", "RTX-4090",
+                         "--gpus", "1", "--json")
+    assert code == 1
+    assert json.loads(out)["memory_shortfall_gb"] > 100
+    assert "GB more than" in err
+
+
+def test_memory_command(cli):
+    code, out, _ = cli("estimate", "memory", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8",
+                       "--zero", "3", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["fits"] is True and d["layout"]["dp"] == 8
+    assert d["memory"]["optimizer"] == pytest.approx(8.03e9 * 12 / 8 / 1e9, rel=0.02)
+    code, out, err = cli("estimate", "memory", "--model", "llama-3.1-70b", "--gpu", "RTX-4090", "--method", "qlora")
+    assert code == 1 and "short by" in out
+
+
+def test_console_script_runs():
+    exe = [sys.executable, "-c", "import sys; from gpuplan.cli.main import main; sys.exit(main())"]
+    import shutil
+
+    script = shutil.which("gpuplan")
+    cmd = [script] if script else exe
+    r = subprocess.run(cmd + ["estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "h100",
+                              "--gpus", "8", "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["gpu"] == "H100-SXM"
+    r = subprocess.run(cmd + ["estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1T", "--gpu", "H100",
+                              "--tp", "3", "--gpus", "8"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: ")

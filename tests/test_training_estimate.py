@@ -1,0 +1,169 @@
+"""estimate_training / estimate_training_grid / estimate_memory: behaviour, consistency, bad input."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpuplan.errors import UnknownNameError, UsageError
+from gpuplan.perf.layout_search import enumerate_layouts
+from gpuplan.perf.training_estimate import (default_counts, estimate_memory, estimate_training,
+                                            estimate_training_grid)
+from gpuplan.perf.training_shape import model_shape
+from gpuplan.perf.workload import finetuning, make_workload, pretraining
+
+WL_405B = pretraining(15.6e12, seq_len=8192, global_batch=2048)
+
+
+def test_405b_on_16k_h100_matches_llama3_scale():
+    e = estimate_training("llama-3.1-405b", WL_405B, "H100", 16384)
+    assert e.fits and e.layout.tp == 8
+    assert 0.33 <= e.mfu <= 0.50  # Llama 3: 38-43 % steady state
+    # Published: 30.84M H100-hours for 15.6T tokens.
+    assert e.gpu_hours == pytest.approx(30.84e6, rel=0.25)
+    assert e.flops == pytest.approx(e.assumptions["model_flops_per_token"] * 15.6e12)
+    assert e.wall_days == pytest.approx(e.wall_hours / 24)
+    assert e.gpu_hours == pytest.approx(e.wall_hours * 16384)
+    lay = e.layout
+    assert lay.tp * lay.pp * lay.dp * lay.cp == 16384
+    assert e.memory_per_gpu_gb <= 80
+    assert sum(e.memory.values()) == pytest.approx(e.memory_per_gpu_gb, rel=1e-6)
+    assert e.runners_up and all(r.step_time_s >= e.step_time_s for r in e.runners_up)
+    assert sum(e.rejected.values()) > 0
+
+
+def test_more_gpus_finish_sooner_but_cost_no_less():
+    wl = pretraining(1e12, seq_len=4096)
+    a = estimate_training("llama-3.1-8b", wl, "H100", 64)
+    b = estimate_training("llama-3.1-8b", wl, "H100", 512)
+    assert b.wall_hours < a.wall_hours
+    assert b.gpu_hours >= a.gpu_hours * 0.98
+
+
+def test_default_count_meets_deadline_and_is_smallest():
+    wl = pretraining(1e12, seq_len=4096)
+    e = estimate_training("llama-3.1-8b", wl, "H100", deadline_days=10)
+    assert e.wall_days <= 10
+    counts = default_counts()
+    prev = counts[counts < e.n_gpus].max()
+    smaller = estimate_training("llama-3.1-8b", wl, "H100", int(prev))
+    assert smaller.wall_days > 10 or not smaller.fits
+
+
+def test_grid_agrees_with_single_search():
+    wl = pretraining(1e12, seq_len=4096)
+    grid = estimate_training_grid("llama-3.1-70b", wl, ["H100", "A100-80GB", "L4"], [8, 64, 256])
+    assert grid.gpu_hours.shape == (3, 3)
+    for gi, g in enumerate(["H100", "A100-80GB"]):
+        for ki, n in ((1, 64), (2, 256)):
+            one = estimate_training("llama-3.1-70b", wl, g, n)
+            assert grid.fits[gi, ki]
+            assert grid.gpu_hours[gi, ki] == pytest.approx(one.gpu_hours, rel=0.05)
+    assert not grid.fits[2, 0] and math.isinf(grid.gpu_hours[2, 0])  # 70B on 8 L4s: 192 GB total
+    slow = estimate_training_grid("llama-3.1-70b", wl, ["H100", "H100"], [256],
+                                  inter_node_gbps_per_gpu=["infiniband", "ethernet"])
+    assert slow.step_time_s[1, 0] >= slow.step_time_s[0, 0]
+
+
+def test_memory_shortfall_reported():
+    wl = finetuning("full", tokens=1e8, seq_len=4096)
+    e = estimate_training("llama-3.1-70b", wl, "RTX-4090", 1)
+    assert not e.fits
+    assert e.memory_shortfall_gb == pytest.approx(e.memory_per_gpu_gb - 24, rel=1e-6)
+    assert e.memory_shortfall_gb > 100
+    assert any("does not fit" in n for n in e.notes)
+
+
+def test_lora_qlora_cheaper_memory_and_flops():
+    kw = dict(tokens=1e8, seq_len=2048)
+    full = estimate_training("llama-3.1-8b", finetuning("full", **kw), "H100", 8)
+    lora = estimate_training("llama-3.1-8b", finetuning("lora", **kw), "H100", 8)
+    q = estimate_memory("llama-3.1-8b", finetuning("qlora", **kw), "RTX-4090", recompute="full")
+    assert lora.flops == pytest.approx(full.flops * 2 / 3, rel=0.02)
+    assert lora.memory["optimizer"] < 0.1 * full.memory["optimizer"]
+    assert q.fits and q.memory["weights"] < 8
+
+
+def test_pinned_layout_is_kept_and_fp8_needs_support():
+    e = estimate_training("llama-3.1-70b", pretraining(1e11), "H100", 64, tp=4, pp=2, recompute="full", zero=1)
+    assert (e.layout.tp, e.layout.pp, e.layout.recompute, e.layout.zero) == (4, 2, "full", 1)
+    assert e.hfu == pytest.approx(e.mfu * e.hardware_flops / e.flops)
+    fp8 = estimate_training("llama-3.1-70b", pretraining(1e11, precision="fp8"), "H100", 64)
+    bf16 = estimate_training("llama-3.1-70b", pretraining(1e11), "H100", 64)
+    assert fp8.wall_hours < bf16.wall_hours
+    with pytest.raises(UsageError, match="fp8"):
+        estimate_training("llama-3.1-8b", pretraining(1e11, precision="fp8"), "A100-80GB", 8)
+
+
+def test_overrides_flow_into_result():
+    e = estimate_training("llama-3.1-8b", pretraining(1e11), "H100", 64, goodput=0.5, efficiency=0.3)
+    e2 = estimate_training("llama-3.1-8b", pretraining(1e11), "H100", 64, goodput=1.0, efficiency=0.3)
+    assert e.assumptions["goodput"] == 0.5 and e.assumptions["efficiency"] == pytest.approx(0.3)
+    assert e.wall_hours == pytest.approx(2 * e2.wall_hours, rel=1e-6)
+
+
+def test_moe_uses_expert_parallel():
+    e = estimate_training("mixtral-8x7b", pretraining(1e11), "H100", 64)
+    assert e.fits and e.layout.ep >= 1
+    assert e.flops < 6 * 46.7e9 * 1e11 * 0.4
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n_gpus=0), "GPU count"),
+    (dict(n_gpus=-8), "GPU count"),
+    (dict(n_gpus=10**9), "GPU count"),
+    (dict(n_gpus=8, tp=3), "tp=3 does not divide"),
+    (dict(n_gpus=8, tp=16), "exceeds"),
+    (dict(n_gpus=8, pp=1000), "exceeds the model"),
+    (dict(n_gpus=8, goodput=float("nan")), "goodput"),
+    (dict(n_gpus=8, goodput=1.5), "goodput"),
+    (dict(n_gpus=8, efficiency=0.0), "efficiency"),
+    (dict(n_gpus=8, inter_node_gbps_per_gpu=-5), "inter-node"),
+    (dict(n_gpus=8, inter_node_gbps_per_gpu="warp"), "fabric"),
+    (dict(n_gpus=8, recompute="some"), "recompute"),
+    (dict(n_gpus=8, ep=2), "mixture-of-experts"),
+    (dict(n_gpus=6, tp=4), "no valid parallel layout"),
+])
+def test_hostile_layouts_and_numbers(kwargs, match):
+    n = kwargs.pop("n_gpus")
+    with pytest.raises(UsageError, match=match):
+        estimate_training("llama-3.1-8b", pretraining(1e11), "H100", n, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(tokens=0), dict(tokens=-1), dict(tokens=float("nan")), dict(tokens=float("inf")), dict(tokens=1e30),
+    dict(tokens=1e12, seq_len=0), dict(tokens=1e12, global_batch=0), dict(tokens=1e12, precision="fp64"),
+    dict(epochs=2), dict(tokens=1e12, epochs=1, dataset_tokens=1e9), dict(tokens=1e12, method="lora"),
+])
+def test_hostile_workloads(kwargs):
+    with pytest.raises(UsageError):
+        make_workload(**kwargs)
+
+
+def test_unknown_gpu_and_model():
+    with pytest.raises(UnknownNameError):
+        estimate_training("llama-3.1-8b", pretraining(1e11), "H9000", 8)
+    with pytest.raises(UnknownNameError):
+        estimate_training("no-such-model", pretraining(1e11), "H100", 8)
+
+
+def test_enumerated_valid_layouts_obey_the_rules():
+    shape = model_shape(__import__("gpuplan.models", fromlist=["resolve_model"]).resolve_model("llama-3.1-70b"))
+    wl = pretraining(1e12, seq_len=8192, global_batch=1024)
+    lay = enumerate_layouts(shape, wl, [64, 96, 1024], 8)
+    ok = lay["reason"] < 0
+    t, p, d, c, b = (lay[k][ok] for k in ("tp", "pp", "dp", "cp", "micro_batch"))
+    assert ok.any() and (~ok).any()
+    assert np.all(t * p * d * c == lay["n"][ok])
+    assert np.all(t <= 8) and np.all(shape.n_heads % t == 0)
+    assert np.all(1024 % (d * b) == 0) and np.all(p <= shape.n_layers)
+
+
+def test_search_is_fast():
+    import time
+
+    estimate_training("llama-3.1-405b", WL_405B, "H100", 16384)
+    t = time.perf_counter()
+    estimate_training("llama-3.1-405b", WL_405B, "H100", 16384)
+    assert time.perf_counter() - t < 0.5  # target 0.1 s; loose for a shared CI box
