@@ -1,0 +1,506 @@
+"""Advisors: `gpuplan size | testtime | apis | own-vs-rent | thresholds | breakeven`.
+
+Presentation only: the numbers come from gpuplan.economics.{scaling_laws, testtime,
+api_prices, ownership, thresholds, breakeven} (and gpuplan.perf.capacity for break-even).
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.app import app
+from gpuplan.cli.options import CsvOpt, JsonOpt
+
+REPLICA_SIZES = (1, 2, 4, 8, 16, 32, 64)  # GPUs per serving replica; > 8 means a multi-node replica (TP x PP/EP)
+LawsOpt = Annotated[Optional[str], typer.Option("--laws", help="Scaling-law constants: epoch (default for --compute), sardana (default for --quality-of/--loss), hoffmann, hoffmann-rounded.")]
+
+
+def _sci(v: float | None, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:.4g}{unit}"
+
+
+def _human(v: float | None) -> str:
+    """1.2e10 -> 12.0B."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    for div, suf in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suf}"
+    return f"{v:.3g}"
+
+
+# ---- size ----------------------------------------------------------------------------------
+
+@app.command("size")
+def size_command(
+    compute: Annotated[Optional[str], typer.Option("--compute", help="Training FLOP budget (e.g. 1e23): Chinchilla compute-optimal size.")] = None,
+    quality_of: Annotated[Optional[str], typer.Option("--quality-of", help="Match the loss of a Chinchilla-optimal model of this many params (e.g. 13B).")] = None,
+    loss: Annotated[Optional[float], typer.Option("--loss", help="Target pre-training loss instead of --quality-of.")] = None,
+    inference_tokens: Annotated[Optional[str], typer.Option("--inference-tokens", help="Lifetime inference tokens (e.g. 2T).")] = None,
+    laws: LawsOpt = None,
+    train_price: Annotated[Optional[float], typer.Option("--train-price-per-gpu-hour", help="Cost-weighted optimum: training $/GPU-h.")] = None,
+    inference_price: Annotated[Optional[float], typer.Option("--inference-price-per-gpu-hour", help="Cost-weighted optimum: inference $/GPU-h.")] = None,
+    train_mfu: Annotated[Optional[float], typer.Option("--train-mfu", help="Training MFU (default 0.5).")] = None,
+    inference_mfu: Annotated[Optional[float], typer.Option("--inference-mfu", help="Sets both prefill and decode MFU.")] = None,
+    prefill_mfu: Annotated[Optional[float], typer.Option("--prefill-mfu", help="Prefill MFU (default 0.5).")] = None,
+    decode_mfu: Annotated[Optional[float], typer.Option("--decode-mfu", help="Decode MFU (default 0.01).")] = None,
+    input_share: Annotated[Optional[float], typer.Option("--input-share", help="Share of inference tokens that are input (default 70/285).")] = None,
+    cost: Annotated[bool, typer.Option("--cost", help="Optimise lifetime dollars with the default cost model.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compute-optimal model size, or the inference-aware optimum (Sardana et al. 2024)."""
+    from gpuplan.errors import UsageError
+    from gpuplan.units import parse_quantity
+
+    modes = [x is not None for x in (compute, quality_of, loss)]
+    if sum(modes) != 1:
+        raise UsageError("give exactly one of --compute, --quality-of and --loss")
+    if compute is not None:
+        if inference_tokens is not None:
+            raise UsageError("--inference-tokens goes with --quality-of or --loss, not --compute")
+        _size_compute(parse_quantity(compute, "--compute"), laws, as_json)
+        return
+    if inference_tokens is None:
+        raise UsageError("--inference-tokens is required with --quality-of/--loss (use 0 for plain Chinchilla)")
+    from gpuplan.economics.scaling_laws import CostModel, size_for_loss, size_for_quality_of
+
+    d_inf = parse_quantity(inference_tokens, "--inference-tokens", allow_zero=True)
+    cost_opts = dict(train_usd_per_gpu_hour=train_price, inference_usd_per_gpu_hour=inference_price,
+                     train_mfu=train_mfu, prefill_mfu=prefill_mfu if prefill_mfu is not None else inference_mfu,
+                     decode_mfu=decode_mfu if decode_mfu is not None else inference_mfu, input_share=input_share)
+    cost_model = CostModel.defaults(**cost_opts) if (cost or any(v is not None for v in cost_opts.values())) else None
+    if quality_of is not None:
+        res = size_for_quality_of(parse_quantity(quality_of, "--quality-of"), d_inf, laws=laws, cost=cost_model)
+    else:
+        res = size_for_loss(loss, d_inf, laws=laws, cost=cost_model)
+    from gpuplan.economics.thresholds import exceeded_active
+
+    out = res.model_dump()
+    out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(res.training_flops)]
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(out)
+        return
+    from gpuplan.cli.output import print_table
+
+    c, o = res.chinchilla, res.optimum
+    rows = [{"": "params", "chin": _human(c.params), "opt": _human(o.params)},
+            {"": "training tokens", "chin": _human(c.tokens), "opt": _human(o.tokens)},
+            {"": "tokens / param", "chin": f"{c.tokens_per_param:.1f}", "opt": f"{o.tokens_per_param:.1f}"},
+            {"": "training FLOPs", "chin": _sci(c.training_flops), "opt": _sci(o.training_flops)},
+            {"": "inference FLOPs", "chin": _sci(c.inference_flops), "opt": _sci(o.inference_flops)},
+            {"": "lifetime FLOPs", "chin": _sci(c.total_flops), "opt": _sci(o.total_flops)}]
+    if res.objective == "usd":
+        rows.append({"": "lifetime cost", "chin": f"${c.total_usd:,.0f}", "opt": f"${o.total_usd:,.0f}"})
+    target = f"quality of a Chinchilla-optimal {_human(res.quality_of_params)} model" if res.quality_of_params else f"loss {res.loss:.4f}"
+    print_table(rows, [("", ""), ("chin", "Chinchilla-optimal"), ("opt", "lifetime-optimal")],
+                title=f"{target} (loss {res.loss:.4f}), {_human(res.inference_tokens)} inference tokens, laws={res.laws}")
+    typer.echo(f"saves {res.flops_saved:.4g} FLOPs ({res.savings_fraction:.2%} of lifetime FLOPs)")
+    if res.usd_savings_fraction is not None:
+        typer.echo(f"saves ${res.usd_saved:,.0f} ({res.usd_savings_fraction:.2%} of lifetime cost); "
+                   f"inference weighted as {_human(res.effective_inference_tokens)} effective tokens")
+    typer.echo(f"laws: {res.laws} ({res.laws_source})")
+    if res.laws_note:
+        typer.echo(f"note: {res.laws_note}")
+    for t in out["thresholds_exceeded"]:
+        typer.echo(f"threshold: training FLOPs exceed {t['name']} ({t['threshold_flops']:.0e})")
+
+
+def _size_compute(flops: float, laws: str | None, as_json: bool) -> None:
+    from gpuplan.economics.scaling_laws import list_laws, size_for_compute
+    from gpuplan.economics.thresholds import exceeded_active
+
+    res = size_for_compute(flops, laws)
+    others = {k: size_for_compute(flops, k) for k in list_laws() if k != res.laws}
+    out = res.model_dump()
+    # the compute-optimal point is its own Chinchilla reference: nothing saved, no inference counted
+    out.update(flops_saved=0.0, savings_fraction=0.0,
+               chinchilla={"params": res.params, "tokens": res.tokens, "training_flops": res.training_flops})
+    out["other_laws"] = {k: {"params": v.params, "tokens": v.tokens, "tokens_per_param": v.tokens_per_param}
+                         for k, v in others.items()}
+    out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(res.training_flops)]
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(out)
+        return
+    from gpuplan.cli.output import print_table
+
+    rows = [{"laws": res.laws + " (used)", "params": _human(res.params), "tokens": _human(res.tokens),
+             "tpp": f"{res.tokens_per_param:.1f}", "loss": f"{res.loss:.4f}"}]
+    rows += [{"laws": k, "params": _human(v.params), "tokens": _human(v.tokens), "tpp": f"{v.tokens_per_param:.1f}",
+              "loss": f"{v.loss:.4f}"} for k, v in others.items()]
+    print_table(rows, [("laws", "constants"), ("params", "params"), ("tokens", "tokens"), ("tpp", "tokens/param"),
+                       ("loss", "loss")], title=f"compute-optimal for {flops:.3g} FLOPs (C = 6·N·D)")
+    for t in out["thresholds_exceeded"]:
+        typer.echo(f"threshold: {flops:.3g} FLOPs exceeds {t['name']} ({t['threshold_flops']:.0e})")
+
+
+# ---- testtime ------------------------------------------------------------------------------
+
+@app.command("testtime")
+def testtime_command(
+    queries_file: Annotated[str, typer.Argument(help="CSV or JSON: id, p_success (or difficulty), optional cost per attempt.")],
+    budget: Annotated[str, typer.Option("--budget", help="Total budget, in the unit of the cost column (attempts when no cost).")],
+    ability: Annotated[float, typer.Option("--ability", help="Solver ability θ for difficulty → p (2PL logistic).")] = 0.0,
+    discrimination: Annotated[float, typer.Option("--discrimination", help="Slope a of the 2PL logistic.")] = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Attempts per query that maximise expected solved queries within a budget."""
+    from gpuplan.economics.testtime import allocate_attempts, load_queries
+    from gpuplan.units import parse_quantity
+
+    b = parse_quantity(budget, "--budget")
+    qs = load_queries(queries_file, ability=ability, discrimination=discrimination)
+    res = allocate_attempts(qs, b)
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(res)
+        return
+    from gpuplan.cli.output import print_table
+
+    rows = [r.model_dump() for r in res.queries]
+    print_table(rows, [("id", "query"), ("p_success", "p/attempt"), ("cost", "cost"), ("attempts", "attempts"),
+                       ("p_solved", "P(solved)"), ("uniform_attempts", "uniform"), ("uniform_p_solved", "P uniform")],
+                title=f"{res.n_queries} queries, budget {res.budget:g} ({res.method}{'' if res.optimal else ', approximate'})",
+                formatters={"p_success": lambda v: f"{v:.3f}", "p_solved": lambda v: f"{v:.3f}",
+                            "uniform_p_solved": lambda v: f"{v:.3f}"})
+    typer.echo(f"expected solved: {res.expected_solved:.3f} of {res.n_queries} "
+               f"(uniform: {res.uniform_expected_solved:.3f}, {(res.gain_vs_uniform if abs(res.gain_vs_uniform) >= 5e-4 else 0.0):+.3f}); spent {res.spent:g} of {res.budget:g}")
+
+
+# ---- apis ----------------------------------------------------------------------------------
+
+@app.command("apis")
+def apis_command(
+    provider: Annotated[Optional[str], typer.Option("--provider", help="Only this API provider (e.g. together, openai).")] = None,
+    model_like: Annotated[Optional[str], typer.Option("--model-like", help="Model substring or gpuplan preset id (e.g. 70b, llama-3.3-70b).")] = None,
+    as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
+) -> None:
+    """Hosted-API token prices, with their date and age."""
+    from gpuplan.cli.output import emit, fmt_usd
+    from gpuplan.economics.api_prices import list_api_prices
+
+    rows = [p.as_row() for p in list_api_prices(provider=provider, model_like=model_like)]
+    emit(rows, [("id", "id"), ("open_model", "open model"), ("input_usd_per_mtok", "$/M in"),
+                ("output_usd_per_mtok", "$/M out"), ("as_of", "as of"), ("age_days", "age (d)"), ("stale", "stale")],
+         as_json=as_json, as_csv=as_csv, title=f"API prices ({len(rows)})",
+         formatters={"input_usd_per_mtok": fmt_usd, "output_usd_per_mtok": fmt_usd})
+
+
+# ---- own-vs-rent ---------------------------------------------------------------------------
+
+def _catalog_rents(gpu_id: str) -> tuple[dict[str, float], str]:
+    """Cheapest and median on-demand $/GPU-h from the catalog, with a note on where they came from."""
+    try:
+        from gpuplan.catalog.catalog import Catalog
+    except ImportError:
+        return {}, "catalog not available"
+    from gpuplan.economics.ownership import rental_prices_from_offers
+
+    cat = Catalog.load()
+    offers = cat.offers(gpu=gpu_id, pricing="on_demand")
+    rents = rental_prices_from_offers([o.price_per_gpu_hour_usd for o in offers])
+    newest = max((o.as_of for o in offers), default=None)
+    return rents, f"{len(offers)} on-demand offers in the {cat.origin} catalog (newest {newest})"
+
+
+@app.command("own-vs-rent")
+def own_vs_rent_command(
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU type, e.g. H100.")],
+    purchase_usd: Annotated[Optional[float], typer.Option("--purchase-usd", help="GPU purchase price, USD (server and interconnect added).")] = None,
+    life_years: Annotated[Optional[float], typer.Option("--life-years", help="Straight-line depreciation life (default 4).")] = None,
+    depreciation: Annotated[Optional[str], typer.Option("--depreciation", help="straight-line (default) or epoch (0.322/yr).")] = None,
+    utilization: Annotated[Optional[float], typer.Option("--utilization", help="Share of hours the owned GPU does useful work (default 0.6).")] = None,
+    power_usd_per_kwh: Annotated[Optional[float], typer.Option("--power-usd-per-kwh", help="Electricity price (default 0.075).")] = None,
+    pue: Annotated[Optional[float], typer.Option("--pue", help="Data-centre PUE (default 1.25).")] = None,
+    ops_usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--ops-usd-per-gpu-hour", help="Staff, colo, maintenance per GPU-hour (default 0).")] = None,
+    residual_fraction: Annotated[Optional[float], typer.Option("--residual-fraction", help="Resale value at end of life, share of capex.")] = None,
+    interest_rate: Annotated[Optional[float], typer.Option("--interest-rate", help="Cost of capital per year (default 0).")] = None,
+    rent: Annotated[Optional[list[float]], typer.Option("--rent-usd-per-gpu-hour", help="Rental price to compare (repeatable); default: catalog cheapest and median on-demand.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Amortised $/GPU-hour of owning vs renting; break-even utilisation and payback."""
+    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.errors import UsageError
+    from gpuplan.economics.ownership import own_vs_rent
+
+    g = get_gpu(gpu)
+    if rent:
+        rents: dict[str, float] | list[float] = {f"given ${r:g}/h": r for r in rent} if len(set(rent)) == len(rent) else list(rent)
+        rent_source = "given"
+    else:
+        rents, rent_source = _catalog_rents(g.id)
+        if not rents:
+            raise UsageError(f"no on-demand {g.id} offers in the catalog; pass --rent-usd-per-gpu-hour")
+    res = own_vs_rent(g.id, rents, purchase_usd=purchase_usd, utilization=utilization, life_years=life_years,
+                      depreciation=depreciation, residual_fraction=residual_fraction,
+                      interest_rate_per_year=interest_rate, power_usd_per_kwh=power_usd_per_kwh, pue=pue,
+                      ops_usd_per_gpu_hour=ops_usd_per_gpu_hour)
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json({**res.model_dump(), "rent_source": rent_source})
+        return
+    from gpuplan.cli.output import fmt_usd, print_table
+
+    typer.echo(f"{res.gpu}: ${res.purchase_usd:,.0f} GPU → ${res.capex_usd:,.0f} with server and interconnect; "
+               f"{res.depreciation} over {res.life_years:g} y")
+    typer.echo(f"owned: ${res.capex_usd_per_hour:.3f} capex + ${res.power_usd_per_hour:.3f} power + "
+               f"${res.ops_usd_per_hour:.3f} ops = ${res.owned_usd_per_hour:.3f} per installed hour; "
+               f"${res.owned_usd_per_gpu_hour:.3f} per useful hour at {res.utilization:.0%} utilisation")
+    rows = [c.model_dump() for c in res.comparisons]
+    print_table(rows, [("label", "rent"), ("rent_usd_per_gpu_hour", "$/GPU-h"), ("owned_cheaper", "own wins"),
+                       ("breakeven_utilization", "break-even util"), ("payback_months", "payback (months)"),
+                       ("savings_usd_per_month", "own saves $/month/GPU")],
+                title=f"own vs rent ({rent_source})",
+                formatters={"rent_usd_per_gpu_hour": fmt_usd, "savings_usd_per_month": fmt_usd,
+                            "breakeven_utilization": lambda v: f"{v:.0%}" if v <= 1 else f"{v:.0%} (never)",
+                            "payback_months": lambda v: "never" if v is None else f"{v:.1f}"})
+    for c in res.caveats:
+        typer.echo(f"note: {c}")
+
+
+# ---- thresholds ----------------------------------------------------------------------------
+
+@app.command("thresholds")
+def thresholds_command(
+    flops: Annotated[Optional[str], typer.Option("--flops", help="Training FLOPs to check (e.g. 3.8e25).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Regulatory training-compute thresholds (EU AI Act, California SB 53, US EO 14110), as information."""
+    from gpuplan.economics.thresholds import check_thresholds, list_thresholds
+    from gpuplan.units import parse_quantity
+
+    if flops is not None:
+        rows = [c.model_dump() for c in check_thresholds(parse_quantity(flops, "--flops", allow_zero=True))]
+    else:
+        rows = [t.model_dump() for t in list_thresholds()]
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(rows)
+        return
+    from gpuplan.cli.output import print_table
+
+    cols = [("name", "rule"), ("threshold_flops", "FLOPs >"), ("status", "status"), ("effective_date", "effective"),
+            ("verified", "verified")]
+    if flops is not None:
+        cols[2:2] = [("exceeded", "exceeded"), ("ratio", "ratio")]
+    print_table(rows, cols, title="training-compute thresholds (information, not legal advice)",
+                formatters={"threshold_flops": lambda v: f"{v:.0e}", "ratio": lambda v: f"{v:.3g}"})
+
+
+# ---- breakeven -----------------------------------------------------------------------------
+
+@app.command("breakeven")
+def breakeven_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset id (e.g. llama-3.3-70b) or a config.json path.")],
+    tokens_per_month: Annotated[str, typer.Option("--tokens-per-month", help="Input + output tokens per month (e.g. 5B).")],
+    input_share: Annotated[float, typer.Option("--input-share", help="Share of tokens that are input (prompt).")] = 0.5,
+    api: Annotated[Optional[list[str]], typer.Option("--api", help="API to compare (repeatable), e.g. together/llama-3.3-70b-instruct-turbo; default: every API serving the model, plus the nearest open models up to 5.")] = None,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU type to self-host on.")] = "H100-SXM",
+    price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="$ per GPU-hour (default: cheapest on-demand in the catalog).")] = None,
+    output_len: Annotated[int, typer.Option("--output-len", help="Output tokens per request (input length follows from --input-share).")] = 1000,
+    precision: Annotated[str, typer.Option("--precision", help="Weights: bf16, fp8, int4 ...")] = "bf16",
+    engine: Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")] = "vllm",
+    max_ttft_ms: Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms.")] = None,
+    max_tpot_ms: Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms.")] = None,
+    target_utilization: Annotated[float, typer.Option("--target-utilization", help="Load each replica to at most this share of capacity.")] = 0.8,
+    eng_usd_per_month: Annotated[float, typer.Option("--eng-usd-per-month", help="Engineering/ops overhead of self-hosting, $/month.")] = 0.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Self-host vs API: monthly cost, break-even volume and utilisation, cost-vs-volume chart."""
+    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.economics.api_prices import get_api_price
+    from gpuplan.economics.breakeven import breakeven, monthly_gpu_cost
+    from gpuplan.errors import GpuplanError, UsageError
+    from gpuplan.models import resolve_model
+    from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity
+    from gpuplan.units import parse_quantity
+
+    demand = parse_quantity(tokens_per_month, "--tokens-per-month")
+    if demand > 1e18:
+        raise UsageError(f"--tokens-per-month {tokens_per_month!r} is implausibly large (at most 1e18)")
+    if not (math.isfinite(input_share) and 0 <= input_share < 1):
+        raise UsageError(f"--input-share must be in [0, 1), got {input_share!r}")
+    if not 1 <= output_len <= 1_000_000:
+        raise UsageError(f"--output-len must be between 1 and 1,000,000, got {output_len}")
+    spec = resolve_model(model)
+    g = get_gpu(gpu)
+    input_len = max(1, round(output_len * input_share / (1 - input_share)))
+    price_note = "given"
+    if price_per_gpu_hour is None:
+        rents, price_note = _catalog_rents(g.id)
+        if not rents:
+            raise UsageError(f"no on-demand {g.id} offers in the catalog; pass --price-per-gpu-hour")
+        price_per_gpu_hour = rents["cheapest on-demand"]
+        price_note = f"cheapest of {price_note}"
+    plan = plan_capacity(spec, g.id, make_traffic(input_len, output_len, tokens_per_month=demand),
+                         Targets(max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, target_utilization=target_utilization),
+                         engine=engine, precision=precision, tp_choices=REPLICA_SIZES)
+    if not plan.feasible:
+        last = (plan.message or "").split("; TP")[-1]
+        raise GpuplanError(f"{spec.name} cannot be served on {g.id} with up to {REPLICA_SIZES[-1]} GPUs per replica "
+                           f"(largest tried: TP{last if last[0].isdigit() else ' ' + last})")
+    unit_usd = monthly_gpu_cost(plan.gpus_per_replica, price_per_gpu_hour)
+    tokens_per_output = (input_len + output_len) / output_len
+    capacity = plan.per_replica_output_tokens_per_s * 3600 * 730 * tokens_per_output
+    apis = [get_api_price(a) for a in api] if api else _default_apis(spec, model)
+    if not apis:
+        raise UsageError("no API prices to compare with; pass --api PROVIDER/MODEL (see `gpuplan apis`)")
+    rows, results = [], []
+    for p in apis:
+        r = breakeven(unit_usd, capacity, p.input_usd_per_mtok, p.output_usd_per_mtok, input_share, demand,
+                      max_utilisation=target_utilization, eng_usd_per_month=eng_usd_per_month)
+        results.append((p, r))
+        rows.append({"api": p.id, "same_model": _same_model(p, spec, model), "api_usd_per_mtok": r.api_usd_per_mtok,
+                     "api_usd_per_month": r.api_usd_per_month, "self_host_usd_per_month": r.self_host_usd_per_month,
+                     "cheaper": r.cheaper, "breakeven_tokens_per_month": r.breakeven_tokens_per_month,
+                     "breakeven_utilisation": r.breakeven_utilisation, "price_as_of": p.as_of.isoformat(),
+                     "price_age_days": p.age_days(), "price_stale": p.is_stale()})
+    same = [(p, r) for p, r in results if _same_model(p, spec, model)]
+    primary_p, primary = min(same or results, key=lambda pr: pr[1].api_usd_per_mtok)
+    first = results[0][1]
+    out = {
+        "model": spec.name, "gpu": g.id, "price_per_gpu_hour_usd": price_per_gpu_hour, "price_source": price_note,
+        "tokens_per_month": demand, "input_share": input_share,
+        "self_host_usd_per_month": first.self_host_usd_per_month,
+        "api_usd_per_month": primary.api_usd_per_month, "breakeven_tokens_per_month": primary.breakeven_tokens_per_month,
+        "breakeven_utilisation": primary.breakeven_utilisation, "primary_api": primary_p.id,
+        "self_host": {"gpus_per_replica": plan.gpus_per_replica, "replicas": first.units,
+                      "unit_usd_per_month": unit_usd, "capacity_tokens_per_month_per_replica": capacity,
+                      "usable_capacity_tokens_per_month_per_replica": first.capacity_tokens_per_month,
+                      "utilisation": first.utilisation, "usd_per_mtok": first.self_host_usd_per_mtok,
+                      "usd_per_mtok_at_full": first.self_host_usd_per_mtok_at_full,
+                      "per_replica_output_tokens_per_s": plan.per_replica_output_tokens_per_s,
+                      "precision": plan.precision, "engine": plan.engine},
+        "comparisons": rows,
+        "curve": {"tokens_per_month": first.curve.tokens_per_month,
+                  "self_host_usd_per_month": first.curve.self_host_usd_per_month,
+                  "api_usd_per_month": {p.id: [x * r.api_usd_per_mtok / 1e6 for x in first.curve.tokens_per_month]
+                                        for p, r in results}},
+        "assumptions": {**first.assumptions, "input_len": input_len, "output_len": output_len,
+                        "capacity_source": "gpuplan.perf.capacity.plan_capacity (SLO-constrained throughput)",
+                        "replica_sizes_tried": list(REPLICA_SIZES),
+                        **{f"capacity_{k}": v for k, v in plan.assumptions.items() if isinstance(v, (int, float, str))}},
+        "caveats": ["closed or different-model APIs differ in quality; compare like with like where same_model is false",
+                    "API list prices ignore cached-input and batch discounts (often 50%)"],
+    }
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json(out)
+        return
+    from gpuplan.cli.output import fmt_usd, print_table
+
+    typer.echo(f"self-host {spec.name} on {g.id}: {plan.gpus_per_replica} GPU(s) per replica at ${price_per_gpu_hour:.2f}/GPU-h "
+               f"({price_note}) = ${unit_usd:,.0f}/month per replica, {_human(capacity)} tokens/month at 100 % "
+               f"(${first.self_host_usd_per_mtok_at_full:.3f}/M tokens)")
+    print_table(rows, [("api", "API"), ("same_model", "same model"), ("api_usd_per_mtok", "$/M blended"),
+                       ("api_usd_per_month", "API $/month"), ("self_host_usd_per_month", "self-host $/month"),
+                       ("cheaper", "cheaper"), ("breakeven_tokens_per_month", "break-even tok/month"),
+                       ("breakeven_utilisation", "break-even util"), ("price_age_days", "price age (d)")],
+                title=f"{_human(demand)} tokens/month, {input_share:.0%} input",
+                formatters={"api_usd_per_mtok": lambda v: f"${v:.3f}", "api_usd_per_month": fmt_usd,
+                            "self_host_usd_per_month": fmt_usd, "breakeven_tokens_per_month": _human,
+                            "breakeven_utilisation": lambda v: f"{v:.0%}" if v <= 1 else f"{v:.0%} (never)"})
+    series = {"self-host": first.curve.self_host_usd_per_month}
+    for p, r in results[:6]:
+        series[p.id] = [x * r.api_usd_per_mtok / 1e6 for x in first.curve.tokens_per_month]
+    typer.echo(ascii_chart(first.curve.tokens_per_month, series, mark_x=demand))
+    for c in out["caveats"]:
+        typer.echo(f"note: {c}")
+
+
+def _same_model(p, spec, text: str) -> bool:
+    from gpuplan.models.presets import resolve_preset_id
+
+    pid = resolve_preset_id(text) or resolve_preset_id(spec.name)
+    return p.same_weights and p.open_model == pid
+
+
+def _default_apis(spec, text: str) -> list:
+    """APIs serving the same model first, then the nearest open models by size, up to five."""
+    from gpuplan.economics.api_prices import list_api_prices
+    from gpuplan.models.presets import get_preset, resolve_preset_id
+
+    pid = resolve_preset_id(text) or resolve_preset_id(spec.name)
+    rows = list_api_prices()
+    same = [p for p in rows if pid and p.open_model == pid]
+    if len(same) >= 5:
+        return same
+    n = spec.total_params()
+    sizes: dict[str, float] = {}
+    for p in rows:
+        if p.open_model and p.open_model not in sizes:
+            try:
+                sizes[p.open_model] = get_preset(p.open_model).total_params()
+            except Exception:  # a preset the models helper has not shipped: skip it
+                sizes[p.open_model] = math.nan
+    others = [p for p in rows if p.open_model and p.open_model != pid and math.isfinite(sizes[p.open_model])]
+    others.sort(key=lambda p: (abs(math.log(sizes[p.open_model] / n)), p.blended_usd_per_mtok(0.5), p.id))
+    return same + others[: max(0, 5 - len(same))]
+
+
+def ascii_chart(xs: list[float], series: dict[str, list[float]], width: int = 64, height: int = 16,
+                mark_x: float | None = None) -> str:
+    """Log-log cost-vs-volume chart: one letter per distinct curve, '*' where self-host meets an API."""
+    pts = [(x, y) for ys in series.values() for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if not pts:
+        return ""
+    lx = [math.log10(x) for x in xs]
+    y_lo = math.log10(min(y for _, y in pts))
+    y_hi = math.log10(max(y for _, y in pts))
+    if y_hi - y_lo < 1e-9:
+        y_hi = y_lo + 1
+    x_lo, x_hi = lx[0], lx[-1]
+    grid = [[" "] * width for _ in range(height)]
+    names = list(series)
+    # identical curves share one letter; the first series (self-host) is drawn last, on top
+    letters: dict[tuple, str] = {}
+    legend: dict[str, list[str]] = {}
+    order = names[1:] + names[:1]
+    for name in order:
+        key = tuple(round(v, 9) for v in series[name])
+        sym = letters.get(key)
+        if sym is None:
+            sym = "S" if name == names[0] else "ABCDEFGHIJKLMNOPQR"[len([k for k in letters.values() if k != "S"])]
+            letters[key] = sym
+        legend.setdefault(sym, []).append(name)
+        ys = series[name]
+        for i in range(width):
+            t = x_lo + (x_hi - x_lo) * i / (width - 1)
+            j = min(range(len(lx)), key=lambda k: abs(lx[k] - t))
+            if ys[j] <= 0:
+                continue
+            row = height - 1 - round((math.log10(ys[j]) - y_lo) / (y_hi - y_lo) * (height - 1))
+            cell = grid[row][i]
+            if cell == " ":
+                grid[row][i] = sym
+            elif sym == "S" and cell != "S":
+                grid[row][i] = "*"  # self-host meets an API curve
+    if mark_x and x_hi > x_lo:
+        col = round((math.log10(mark_x) - x_lo) / (x_hi - x_lo) * (width - 1))
+        if 0 <= col < width:
+            for r in range(height):
+                if grid[r][col] == " ":
+                    grid[r][col] = ":"
+    lines = []
+    for r in range(height):
+        yv = 10 ** (y_hi - (y_hi - y_lo) * r / (height - 1))
+        label = f"${_human(yv):>6}" if r in (0, height // 2, height - 1) else " " * 7
+        lines.append(f"{label} |{''.join(grid[r])}")
+    lines.append(" " * 8 + "+" + "-" * width)
+    lines.append(" " * 9 + f"{_human(xs[0])} tokens/month (log)".ljust(width - 8) + _human(xs[-1]))
+    keys = sorted(legend, key=lambda k: (k != "S", k))
+    lines.append("  " + "; ".join(f"{k} = {' = '.join(legend[k])}" for k in keys)
+                 + ("; ':' = your volume" if mark_x else "") + "; '*' = self-host meets an API")
+    return "\n".join(lines)
