@@ -63,6 +63,6 @@ def excluded_reason(offer: Offer, provider: Provider, gpu: Gpu, nodes: int, work
         return "decentralized network for multi-node training"
     if gpu.is_consumer:
         return "consumer GPUs for multi-node training"
-    if offer.pricing in ("community", "interruptible") and provider.kind in LOOSE_KINDS:
+    if provider.kind in LOOSE_KINDS or offer.pricing in ("community", "interruptible"):
         return "marketplace hosts for multi-node training"
     return None

@@ -1,0 +1,169 @@
+"""`gpuplan plan train | serve | project`: every offer ranked by total job cost, time and risk."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.app import plan_app
+from gpuplan.cli.options import (
+    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
+    KindsOpt, LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt,
+    ProvidersOpt, RegionsOpt, constraints_from_options,
+)
+
+TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 1e12, 15T).")]
+EpochsOpt = Annotated[Optional[float], typer.Option("--epochs", help="Epochs over --dataset-tokens (fine-tuning).")]
+DatasetTokensOpt = Annotated[Optional[str], typer.Option("--dataset-tokens", help="Dataset size in tokens.")]
+MethodOpt = Annotated[str, typer.Option("--method", help="full, lora or qlora.")]
+LoraRankOpt = Annotated[int, typer.Option("--lora-rank", help="LoRA rank.")]
+TrainPrecisionOpt = Annotated[str, typer.Option("--precision", help="bf16, fp16, fp8 or fp4 (GPUs without it are skipped).")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", help="Sequence length, tokens.")]
+GlobalBatchOpt = Annotated[Optional[int], typer.Option("--global-batch", help="Global batch, sequences.")]
+GoodputOpt = Annotated[Optional[float], typer.Option("--goodput", help="Override the non-failure goodput (evaluation, stalls).")]
+DatasetGbOpt = Annotated[float, typer.Option("--dataset-gb", help="Training data stored next to the run, GB.")]
+
+ServePrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 or fp4.")]
+KvPrecisionOpt = Annotated[Optional[str], typer.Option("--kv-precision", help="KV cache: bf16, fp8, int8, fp4.")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")]
+InputLenOpt = Annotated[int, typer.Option("--input-len", help="Prompt tokens per request.")]
+OutputLenOpt = Annotated[int, typer.Option("--output-len", help="Output tokens per request.")]
+RpsOpt = Annotated[Optional[str], typer.Option("--requests-per-s", help="Average requests per second.")]
+TokensPerMonthOpt = Annotated[Optional[str], typer.Option("--tokens-per-month", help="Input + output tokens per month (e.g. 5B).")]
+PeakFactorOpt = Annotated[float, typer.Option("--peak-factor", help="Peak-to-average traffic ratio.")]
+TtftOpt = Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms.")]
+TpotOpt = Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms.")]
+HorizonOpt = Annotated[float, typer.Option("--months", help="Serving horizon, months (reserved offers need their term).")]
+UsersOpt = Annotated[Optional[str], typer.Option("--users", help="Where users are, e.g. eu,us-east,ap-south.")]
+
+
+def _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank, precision,
+                   seq_len, global_batch, goodput, dataset_gb, constraints, limit):
+    from gpuplan.errors import UsageError
+    from gpuplan.planner.requests import TrainPlanRequest
+    from gpuplan.units import parse_quantity
+
+    if tokens is None and not (epochs and dataset_tokens):
+        raise UsageError("give --tokens, or --epochs with --dataset-tokens")
+    return _validated(TrainPlanRequest, dict(
+        model=model, params=parse_quantity(params, "--params") if params else None,
+        active_params=parse_quantity(active_params, "--active-params") if active_params else None,
+        tokens=parse_quantity(tokens, "--tokens") if tokens else None, epochs=epochs,
+        dataset_tokens=parse_quantity(dataset_tokens, "--dataset-tokens") if dataset_tokens else None,
+        method=method, lora_rank=lora_rank, precision=precision, seq_len=seq_len, global_batch=global_batch,
+        goodput=goodput, dataset_gb=dataset_gb, constraints=constraints, limit=limit,
+    ))
+
+
+def _serve_request(model, params, active_params, precision, kv_precision, engine, input_len, output_len,
+                   requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
+                   constraints, limit):
+    from gpuplan.planner.geography import parse_user_geographies
+    from gpuplan.planner.requests import ServePlanRequest
+    from gpuplan.units import parse_quantity
+
+    return _validated(ServePlanRequest, dict(
+        model=model, params=parse_quantity(params, "--params") if params else None,
+        active_params=parse_quantity(active_params, "--active-params") if active_params else None,
+        precision=precision, kv_precision=kv_precision, engine=engine, input_len=input_len, output_len=output_len,
+        requests_per_s=parse_quantity(requests_per_s, "--requests-per-s") if requests_per_s else None,
+        tokens_per_month=parse_quantity(tokens_per_month, "--tokens-per-month") if tokens_per_month else None,
+        peak_factor=peak_factor, max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, horizon_months=months,
+        users=parse_user_geographies(users) if users else None, constraints=constraints, limit=limit,
+    ))
+
+
+def _validated(cls, data: dict):
+    """Build a request; pydantic's multi-line report becomes one line naming the option."""
+    from pydantic import ValidationError
+
+    from gpuplan.errors import UsageError
+
+    try:
+        return cls(**data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"] if p != "constraints")
+        flag = f"--{where.replace('_', '-')}: " if where else ""
+        raise UsageError(f"{flag}{err['msg']}") from None
+
+
+@plan_app.command("train")
+def plan_train(
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
+    method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
+    seq_len: SeqLenOpt = 4096, global_batch: GlobalBatchOpt = None, goodput: GoodputOpt = None,
+    dataset_gb: DatasetGbOpt = 0.0,
+    budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
+    exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
+    max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
+    max_price_age: MaxPriceAgeOpt = None, allow_decentralized: AllowDecentralizedOpt = False,
+    limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Rank every training offer by expected total cost, with time, p90 and risk."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.cli.render_plans import render_plan_result
+    from gpuplan.planner import plan_training
+
+    constraints = constraints_from_options(budget, deadline, providers, exclude, kinds, regions, gpu, max_gpus,
+                                           no_spot, min_confidence, max_price_age, allow_decentralized)
+    req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
+                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit)
+    result = plan_training(req, Catalog.load(db))
+    render_plan_result(result, as_json)
+
+
+@plan_app.command("serve")
+def plan_serve(
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    precision: ServePrecisionOpt = "bf16", kv_precision: KvPrecisionOpt = None, engine: EngineOpt = "vllm",
+    input_len: InputLenOpt = 1000, output_len: OutputLenOpt = 250, requests_per_s: RpsOpt = None,
+    tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
+    max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 1.0, users: UsersOpt = None,
+    budget: BudgetOpt = None, providers: ProvidersOpt = None,
+    exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
+    max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
+    max_price_age: MaxPriceAgeOpt = None, limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Rank every offer for serving a traffic profile: GPUs needed, monthly cost, $/M tokens, latency."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.cli.render_plans import render_plan_result
+    from gpuplan.planner import plan_serving
+
+    constraints = constraints_from_options(budget, None, providers, exclude, kinds, regions, gpu, max_gpus,
+                                           no_spot, min_confidence, max_price_age, True)
+    req = _serve_request(model, params, active_params, precision, kv_precision, engine, input_len, output_len,
+                         requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
+                         constraints, limit)
+    result = plan_serving(req, Catalog.load(db))
+    render_plan_result(result, as_json)
+
+
+@plan_app.command("project")
+def plan_project_command(
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    tokens: TokensOpt = None, method: MethodOpt = "full", train_precision: Annotated[str, typer.Option("--train-precision")] = "bf16",
+    seq_len: SeqLenOpt = 4096, deadline: DeadlineOpt = None,
+    serve_precision: Annotated[str, typer.Option("--serve-precision")] = "bf16", engine: EngineOpt = "vllm",
+    input_len: InputLenOpt = 1000, output_len: OutputLenOpt = 250, requests_per_s: RpsOpt = None,
+    tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
+    max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 12.0, users: UsersOpt = None,
+    providers: ProvidersOpt = None, exclude: ExcludeOpt = None, no_spot: NoSpotOpt = False,
+    db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Train on one provider, serve on another: the best of each, chosen separately, and the total."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.cli.render_plans import render_project
+    from gpuplan.planner import plan_project
+
+    c_train = constraints_from_options(None, deadline, providers, exclude, None, None, None, None, no_spot,
+                                       None, None, False)
+    c_serve = constraints_from_options(None, None, providers, exclude, None, None, None, None, no_spot,
+                                       None, None, True)
+    train = _train_request(model, params, active_params, tokens, None, None, method, 16, train_precision,
+                           seq_len, None, None, 0.0, c_train, 5)
+    serve = _serve_request(model, params, active_params, serve_precision, None, engine, input_len, output_len,
+                           requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
+                           c_serve, 5)
+    render_project(plan_project(train, serve, Catalog.load(db)), as_json)

@@ -1,0 +1,69 @@
+"""Offers that may carry a workload, after the user's constraints; and why the rest may not."""
+from __future__ import annotations
+
+import collections
+import datetime as dt
+from dataclasses import dataclass, field
+
+from gpuplan.catalog.catalog import Catalog
+from gpuplan.catalog.records import CONFIDENCE_RANK, Gpu, Offer, Provider
+from gpuplan.planner.requests import Constraints
+
+DEFAULT_MAX_GPUS = 16_384
+
+
+@dataclass
+class CandidateSet:
+    """Offers that passed the constraints, grouped so that estimates are computed once per group."""
+
+    offers: list[Offer]
+    rejected: collections.Counter = field(default_factory=collections.Counter)
+
+    def by_gpu(self) -> dict[str, list[Offer]]:
+        groups: dict[str, list[Offer]] = collections.defaultdict(list)
+        for o in self.offers:
+            groups[o.gpu].append(o)
+        return dict(groups)
+
+
+def filter_offers(
+    catalog: Catalog,
+    constraints: Constraints,
+    precision: str | None = None,
+    today: dt.date | None = None,
+) -> CandidateSet:
+    """Apply the constraints every plan shares; count each rejection by its reason."""
+    today = today or dt.date.today()
+    rejected: collections.Counter = collections.Counter()
+    offers = catalog.offers(
+        gpu=constraints.gpus, provider=constraints.providers, kind=constraints.kinds,
+        exclude_providers=constraints.exclude, today=today,
+    )
+    if constraints.regions:
+        regions = [r.lower() for r in constraints.regions]
+        kept = [o for o in offers if any(r in o.region.lower() for r in regions)]
+        rejected["outside --regions"] += len(offers) - len(kept)
+        offers = kept
+    out = []
+    min_rank = CONFIDENCE_RANK[constraints.min_confidence] if constraints.min_confidence else None
+    for o in offers:
+        gpu = catalog.gpus[o.gpu]
+        if constraints.no_spot and o.preemptible:
+            rejected["spot excluded (--no-spot)"] += 1
+        elif min_rank is not None and CONFIDENCE_RANK[o.confidence] < min_rank:
+            rejected["price confidence below --min-confidence"] += 1
+        elif constraints.max_price_age_days is not None and o.age_days(today) > constraints.max_price_age_days:
+            rejected["price older than --max-price-age"] += 1
+        elif precision and not gpu.supports(precision):
+            rejected[f"GPU lacks {precision}"] += 1
+        else:
+            out.append(o)
+    return CandidateSet(out, rejected)
+
+
+def provider_of(catalog: Catalog, offer: Offer) -> Provider:
+    return catalog.providers[offer.provider]
+
+
+def gpu_of(catalog: Catalog, offer: Offer) -> Gpu:
+    return catalog.gpus[offer.gpu]

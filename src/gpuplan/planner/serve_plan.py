@@ -1,0 +1,243 @@
+"""Serving plans: for every offer, the replicas a traffic profile needs, and what they cost.
+
+Capacity comes from the serving estimator (fewest GPUs per GPU type within the latency
+targets); this module fits those replicas onto each offer's nodes, prices them over the
+serving horizon, adds spare replicas where capacity can be taken back, and ranks.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gpuplan.catalog.catalog import Catalog
+from gpuplan.errors import GpuplanError, UsageError
+from gpuplan.planner.candidates import filter_offers
+from gpuplan.planner.geography import region_geography, worst_rtt_ms
+from gpuplan.planner.pareto import pareto_front
+from gpuplan.planner.placement import classify
+from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
+from gpuplan.planner.requests import ServePlanRequest
+
+HOURS_PER_MONTH = 730.0
+# Ranking favours offers near users: each 100 ms of round trip beyond a 50 ms budget costs as much
+# as 10% more spend. A stated preference, not a measurement; shown in the assumptions.
+RTT_FREE_MS = 50.0
+RTT_PENALTY_PER_100MS = 0.10
+# Serving responses are text: about 4 bytes per output token once framed as JSON.
+EGRESS_BYTES_PER_OUTPUT_TOKEN = 4.0
+
+
+def _model(req) -> Any:
+    from gpuplan.models import model_from_params, resolve_model
+
+    if req.model is not None:
+        return resolve_model(req.model)
+    return model_from_params(req.params, req.active_params)
+
+
+def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanResult:
+    """Every offer that can serve the traffic within the targets, cheapest (near users) first."""
+    from gpuplan.economics.preemption import interruption_rate_per_node_hour, restart_hours
+    from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity
+
+    catalog = catalog or Catalog.load()
+    model = _model(req)
+    traffic = make_traffic(req.input_len, req.output_len, requests_per_s=req.requests_per_s,
+                           tokens_per_month=req.tokens_per_month, peak_factor=req.peak_factor)
+    targets = Targets(max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms)
+    precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(req.precision)
+    cands = filter_offers(catalog, req.constraints, precision=precision_needs)
+    rejected = cands.rejected
+
+    capacity: dict[str, Any] = {}
+    for gpu_id in {o.gpu for o in cands.offers}:
+        try:
+            capacity[gpu_id] = plan_capacity(model, gpu_id, traffic, targets, engine=req.engine,
+                                             precision=req.precision, kv_precision=req.kv_precision)
+        except GpuplanError as e:
+            capacity[gpu_id] = e
+
+    plans: list[dict[str, Any]] = []
+    hours = HOURS_PER_MONTH * req.horizon_months
+    for o in cands.offers:
+        cap = capacity[o.gpu]
+        if isinstance(cap, GpuplanError) or not cap.feasible:
+            rejected["model does not fit or misses the latency targets on this GPU"] += 1
+            continue
+        if o.commitment_term_h and o.commitment_term_h > hours:
+            rejected["reserved term longer than the serving horizon"] += 1
+            continue
+        layout = _fit_replicas_on_node(cap, o.gpus_per_node)
+        if layout is None:
+            rejected["replica needs more GPUs than one node has"] += 1
+            continue
+        tp, replicas, per_replica_tok_s = layout
+        provider = catalog.providers[o.provider]
+        lam = interruption_rate_per_node_hour(provider.kind, o.pricing)
+        spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
+        replicas_total = replicas + spare
+        per_node = max(1, int(o.gpus_per_node // tp))
+        nodes = math.ceil(replicas_total / per_node)
+        gpus = int(nodes * o.gpus_per_node)
+        compute = nodes * o.price_per_hour_usd * hours
+        out_tokens = cap.output_tokens_per_month * req.horizon_months
+        egress_rate = provider.egress_usd_per_gb or 0.0
+        egress = out_tokens * EGRESS_BYTES_PER_OUTPUT_TOKEN / 1e9 * egress_rate
+        cost = compute + egress
+        # p90: a bad month of interruptions also leaves capacity short; priced as on-demand cover.
+        p90_extra = compute * _interruption_p90_share(lam, nodes, hours, restart_hours(provider.kind, o.pricing))
+        rtt = worst_rtt_ms(o.region, req.users) if req.users else None
+        risk, notes = _serving_risk(o, provider, lam, rtt, spare)
+        plans.append(dict(
+            offer=o, provider=provider, tp=tp, replicas=replicas_total, nodes=nodes, gpus=gpus,
+            compute=compute, egress=egress, cost=cost, cost_p90=cost + p90_extra, out_tokens=out_tokens,
+            tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=notes, spare=spare,
+            availability=availability, lam=lam, cap=cap,
+            score=cost * (1 + _rtt_penalty(rtt, bool(req.users))),
+        ))
+
+    if req.constraints.budget_usd is not None:
+        over = [p for p in plans if p["cost"] > req.constraints.budget_usd]
+        rejected["over --budget"] += len(over)
+        plans = [p for p in plans if p["cost"] <= req.constraints.budget_usd]
+    if req.constraints.max_gpus is not None:
+        over = [p for p in plans if p["gpus"] > req.constraints.max_gpus]
+        rejected["more GPUs than --max-gpus"] += len(over)
+        plans = [p for p in plans if p["gpus"] <= req.constraints.max_gpus]
+
+    plans.sort(key=lambda p: (p["score"], p["risk"], p["gpus"]))
+    plan_records = [_to_plan(i + 1, p, req, hours) for i, p in enumerate(plans[: req.limit])]
+    cost_arr = np.array([p.cost_usd for p in plan_records])
+    # Serving's "time" axis is the per-token latency users feel (TPOT, plus the network when users are placed).
+    lat_arr = np.array([(p.assumptions.get("tpot_ms") or np.inf) + (p.network_rtt_ms or 0.0) / max(req.output_len, 1)
+                        for p in plan_records])
+    front = [plan_records[i].rank for i in pareto_front(cost_arr, lat_arr)] if plan_records else []
+    return PlanResult(
+        workload="serve", model=model.name,
+        summary={
+            "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
+            "precision": req.precision, "kv_precision": req.kv_precision, "engine": req.engine,
+            "input_len": req.input_len, "output_len": req.output_len,
+            "average_requests_per_s": traffic.average_requests_per_s, "peak_requests_per_s": traffic.peak_requests_per_s,
+            "output_tokens_per_month": traffic.average_requests_per_s * req.output_len * HOURS_PER_MONTH * 3600,
+            "horizon_months": req.horizon_months, "users": req.users, "candidates": len(plans),
+        },
+        plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)),
+        placement=classify("serve", 1).model_dump(), rejected=dict(rejected),
+        assumptions={
+            "rtt_penalty": f"+{RTT_PENALTY_PER_100MS:.0%} of cost per 100 ms beyond {RTT_FREE_MS:.0f} ms (ranking only)"
+            if req.users else None,
+            "egress_bytes_per_output_token": EGRESS_BYTES_PER_OUTPUT_TOKEN,
+            "hours_per_month": HOURS_PER_MONTH,
+            "spare_replicas": "added on interruptible capacity so that expected capacity covers the peak",
+        },
+    )
+
+
+def _fit_replicas_on_node(cap, gpus_per_node: float) -> tuple[int, int, float] | None:
+    """(TP, replicas, per-replica tokens/s): the estimator's best layout if a replica fits in one
+    node, else the best alternative that does."""
+    if cap.gpus_per_replica <= gpus_per_node:
+        return cap.gpus_per_replica, cap.replicas, cap.per_replica_output_tokens_per_s
+    fits = [a for a in cap.alternatives if a.get("feasible") and a["tp"] <= gpus_per_node]
+    if not fits:
+        return None
+    best = min(fits, key=lambda a: (a["total_gpus"], a["tp"]))
+    return best["tp"], best["replicas"], best["per_replica_output_tokens_per_s"]
+
+
+def _spare_replicas(replicas: int, rate_per_node_hour: float, restart_h: float) -> tuple[int, float]:
+    """Spare replicas so that expected serving capacity still covers the peak while some are
+    being replaced; returns (spares, availability of one replica)."""
+    availability = 1.0 / (1.0 + rate_per_node_hour * restart_h)
+    if rate_per_node_hour <= 0:
+        return 0, 1.0
+    needed = math.ceil(replicas / availability - 1e-9)
+    return max(needed - replicas, 1), availability
+
+
+def _interruption_p90_share(rate: float, nodes: int, hours: float, restart_h: float) -> float:
+    """Extra spend share in a p90 month: interrupted node-hours bought back at the same price."""
+    if rate <= 0:
+        return 0.0
+    mean = rate * nodes * hours
+    p90_events = mean + 1.2816 * math.sqrt(mean)  # normal approximation of the Poisson p90
+    return min(1.0, p90_events * restart_h / max(nodes * hours, 1e-9))
+
+
+def _rtt_penalty(rtt: float | None, users_given: bool) -> float:
+    if not users_given:
+        return 0.0
+    if rtt is None:  # region unknown: assume far
+        return 2 * RTT_PENALTY_PER_100MS
+    return max(0.0, rtt - RTT_FREE_MS) / 100.0 * RTT_PENALTY_PER_100MS
+
+
+def _serving_risk(offer, provider, rate, rtt, spare) -> tuple[float, list[str]]:
+    notes = []
+    risk = 0.0
+    if rate > 0:
+        risk += min(0.5, rate * 10)
+        notes.append(f"interruptible capacity ({rate:.3g}/node-hour): {spare} spare replica(s) added")
+    if provider.kind == "decentralized":
+        risk += 0.2
+        notes.append("decentralized network: no SLA, host-dependent latency")
+    elif provider.kind == "marketplace":
+        risk += 0.1
+        notes.append("marketplace host: reliability varies by host")
+    if offer.is_stale():
+        risk += 0.1
+        notes.append(f"price is {offer.age_days()} days old")
+    if offer.confidence == "unverified":
+        risk += 0.1
+        notes.append("price unverified")
+    if rtt is not None and rtt > 150:
+        notes.append(f"far from some users: ~{rtt:.0f} ms round trip")
+    return min(risk, 1.0), notes
+
+
+def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float) -> Plan:
+    o, provider, cap = p["offer"], p["provider"], p["cap"]
+    return Plan(
+        rank=rank, workload="serve", provider=o.provider, provider_name=provider.name, provider_kind=provider.kind,
+        gpu=o.gpu, instance_type=o.instance_type, region=o.region, pricing=o.pricing, gpus_per_node=o.gpus_per_node,
+        nodes=p["nodes"], gpus=p["gpus"], precision=req.precision,
+        layout=Layout(tp=p["tp"], dp=p["replicas"]),
+        wall_hours=hours, wall_p90_hours=hours, gpu_hours=p["gpus"] * hours,
+        cost_usd=p["cost"], cost_p90_usd=p["cost_p90"],
+        cost=CostBreakdown(compute_usd=p["compute"], egress_usd=p["egress"]),
+        expected_interruptions=p["lam"] * p["nodes"] * hours if p["lam"] else 0.0,
+        risk=p["risk"], risk_notes=p["notes"], warnings=[],
+        price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence,
+        replicas=p["replicas"], gpus_per_replica=p["tp"], output_tokens_per_s=p["tok_s"],
+        cost_per_million_output_tokens_usd=p["cost"] / p["out_tokens"] * 1e6 if p["out_tokens"] else None,
+        network_rtt_ms=p["rtt"], offer=o,
+        assumptions={
+            "ttft_ms": cap.ttft_ms, "tpot_ms": cap.tpot_ms, "utilization": cap.utilization,
+            "spare_replicas": p["spare"], "replica_availability": p["availability"],
+            "interruptions_per_node_hour": p["lam"], "region_geography": region_geography(o.region),
+            **{k: v for k, v in cap.assumptions.items() if isinstance(v, (int, float, str, bool, type(None)))},
+        },
+    )
+
+
+def _why(plans: list[Plan], users_given: bool) -> list[str]:
+    if not plans:
+        return ["no offer can serve this traffic within the constraints; see 'not ranked'"]
+    best = plans[0]
+    lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}): "
+             f"${best.cost_usd:,.0f} for the horizon, ${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens"]
+    for other in plans[1:3]:
+        diff = other.cost_usd - best.cost_usd
+        reason = f"${diff:,.0f} more" if diff > 0 else "same cost but"
+        extra = []
+        if other.gpus != best.gpus:
+            extra.append(f"{other.gpus} vs {best.gpus} GPUs")
+        if users_given and other.network_rtt_ms != best.network_rtt_ms and other.network_rtt_ms and best.network_rtt_ms:
+            extra.append(f"{other.network_rtt_ms:.0f} vs {best.network_rtt_ms:.0f} ms to users")
+        if other.risk > best.risk:
+            extra.append(f"risk {other.risk:.2f} vs {best.risk:.2f}")
+        lines.append(f"#{other.rank} {other.provider_name} {other.gpu}: {reason}" + (f" ({', '.join(extra)})" if extra else ""))
+    return lines
