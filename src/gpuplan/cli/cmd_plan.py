@@ -9,7 +9,7 @@ from gpuplan.cli.app import plan_app
 from gpuplan.cli.options import (
     ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
     KindsOpt, LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt,
-    ProvidersOpt, RegionsOpt, constraints_from_options,
+    ProvidersOpt, RegionsOpt, constraints_from_options, validated,
 )
 
 TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 1e12, 15T).")]
@@ -45,7 +45,7 @@ def _train_request(model, params, active_params, tokens, epochs, dataset_tokens,
 
     if tokens is None and not (epochs and dataset_tokens):
         raise UsageError("give --tokens, or --epochs with --dataset-tokens")
-    return _validated(TrainPlanRequest, dict(
+    return validated(TrainPlanRequest, dict(
         model=model, params=parse_quantity(params, "--params") if params else None,
         active_params=parse_quantity(active_params, "--active-params") if active_params else None,
         tokens=parse_quantity(tokens, "--tokens") if tokens else None, epochs=epochs,
@@ -62,7 +62,7 @@ def _serve_request(model, params, active_params, precision, kv_precision, engine
     from gpuplan.planner.requests import ServePlanRequest
     from gpuplan.units import parse_quantity
 
-    return _validated(ServePlanRequest, dict(
+    return validated(ServePlanRequest, dict(
         model=model, params=parse_quantity(params, "--params") if params else None,
         active_params=parse_quantity(active_params, "--active-params") if active_params else None,
         precision=precision, kv_precision=kv_precision, engine=engine, input_len=input_len, output_len=output_len,
@@ -71,21 +71,6 @@ def _serve_request(model, params, active_params, precision, kv_precision, engine
         peak_factor=peak_factor, max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, horizon_months=months,
         users=parse_user_geographies(users) if users else None, constraints=constraints, limit=limit,
     ))
-
-
-def _validated(cls, data: dict):
-    """Build a request; pydantic's multi-line report becomes one line naming the option."""
-    from pydantic import ValidationError
-
-    from gpuplan.errors import UsageError
-
-    try:
-        return cls(**data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"] if p != "constraints")
-        flag = f"--{where.replace('_', '-')}: " if where else ""
-        raise UsageError(f"{flag}{err['msg']}") from None
 
 
 @plan_app.command("train")

@@ -13,7 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     click_exceptions = _click_exceptions()
 
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode click returns a command's typer.Exit code instead of raising it.
+        code = app(args=argv, standalone_mode=False)
     except GpuplanError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _click_exceptions():

@@ -5,6 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpuplan.errors import UsageError
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Catalog store (default: $GPUPLAN_DB or the user data dir).")]
@@ -55,9 +57,23 @@ def constraints_from_options(
     from gpuplan.planner.requests import Constraints
     from gpuplan.units import split_list
 
-    return Constraints(
+    return validated(Constraints, dict(
         budget_usd=budget, deadline_hours=parse_duration_hours(deadline), providers=split_list(providers),
         exclude=split_list(exclude), kinds=split_list(kinds), regions=split_list(regions), gpus=split_list(gpu),
         max_gpus=max_gpus, no_spot=no_spot, min_confidence=min_confidence, max_price_age_days=max_price_age,
         allow_decentralized=allow_decentralized,
-    )
+    ), flags={"budget_usd": "--budget", "deadline_hours": "--deadline", "max_price_age_days": "--max-price-age",
+              "gpus": "--gpu"})
+
+
+def validated(cls, data: dict, flags: dict[str, str] | None = None):
+    """Build a request record; pydantic's multi-line report becomes one line naming the option."""
+    from pydantic import ValidationError
+
+    try:
+        return cls(**data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = next((str(p) for p in err["loc"] if p != "constraints"), "")
+        flag = (flags or {}).get(field) or (f"--{field.replace('_', '-')}" if field else "")
+        raise UsageError(f"{flag + ': ' if flag else ''}{err['msg']}") from None

@@ -29,6 +29,15 @@ def _layout_text(p: dict[str, Any]) -> str:
 
 
 def render_plan_result(result, as_json: bool) -> None:
+    """Print the plans; with none, say why and exit 1 so scripts notice."""
+    import typer
+
+    _render(result, as_json)
+    if not result.plans:
+        raise typer.Exit(1)
+
+
+def _render(result, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return
@@ -62,7 +71,8 @@ def render_plan_result(result, as_json: bool) -> None:
                    ("cost_p90", "p90 cost"), ("wall_p90", "p90 wall"), ("ckpt", "ckpt every"), ("risk", "risk"),
                    ("age", "price age"), ("confidence", "confidence")]
     title = f"{data['workload']} plans for {data['model']}: {len(rows)} shown"
-    print_table(rows, columns, title=title, caption="* = on the cost/time Pareto front")
+    if rows:
+        print_table(rows, columns, title=title, caption="* = on the cost/time Pareto front")
     console = Console()
     for line in data["why"]:
         console.print(f"  {line}")
@@ -72,7 +82,7 @@ def render_plan_result(result, as_json: bool) -> None:
         why = ", ".join(f"{k}: {v}" for k, v in sorted(data["rejected"].items(), key=lambda kv: -kv[1]))
         console.print(f"[dim]not ranked: {why}[/dim]")
     for t in data.get("thresholds", []):
-        if t.get("exceeded"):
+        if t.get("exceeded") and t.get("active"):
             console.print(f"[yellow]compute threshold: {t['name']} ({t['threshold_flops']:.0e} FLOPs) is exceeded[/yellow]")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
-from gpuplan.errors import GpuplanError, UsageError
+from gpuplan.errors import GpuplanError
 from gpuplan.planner.candidates import filter_offers
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
@@ -123,9 +123,10 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "average_requests_per_s": traffic.average_requests_per_s, "peak_requests_per_s": traffic.peak_requests_per_s,
             "output_tokens_per_month": traffic.average_requests_per_s * req.output_len * HOURS_PER_MONTH * 3600,
             "horizon_months": req.horizon_months, "users": req.users, "candidates": len(plans),
+            "providers_ranked": len({p["offer"].provider for p in plans}),
         },
         plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)),
-        placement=classify("serve", 1).model_dump(), rejected=dict(rejected),
+        placement=classify("serve", 1).model_dump(), rejected={k: v for k, v in rejected.items() if v},
         assumptions={
             "rtt_penalty": f"+{RTT_PENALTY_PER_100MS:.0%} of cost per 100 ms beyond {RTT_FREE_MS:.0f} ms (ranking only)"
             if req.users else None,
@@ -231,7 +232,12 @@ def _why(plans: list[Plan], users_given: bool) -> list[str]:
              f"${best.cost_usd:,.0f} for the horizon, ${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens"]
     for other in plans[1:3]:
         diff = other.cost_usd - best.cost_usd
-        reason = f"${diff:,.0f} more" if diff > 0 else "same cost but"
+        if diff >= 0.5:
+            reason = f"${diff:,.0f} more"
+        elif diff <= -0.5:
+            reason = f"${-diff:,.0f} cheaper, ranked lower"
+        else:
+            reason = "same cost, ranked lower"
         extra = []
         if other.gpus != best.gpus:
             extra.append(f"{other.gpus} vs {best.gpus} GPUs")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import math
 from importlib import resources
 from typing import Any
 
@@ -19,7 +18,6 @@ import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
-from gpuplan.errors import UsageError
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
@@ -34,6 +32,8 @@ MONTE_CARLO_TOP = 20
 FULL_NODE_GPUS = 8
 MAX_NODES_SMALL_VMS = 4  # at most 4 VMs of fewer than 8 GPUs are joined into one training job
 MONTE_CARLO_TRIALS = 2000
+# Past this, restarts and rework dominate and the Daly model's assumptions no longer hold.
+MAX_WALL_OVER_STEADY = 3.0
 
 
 @functools.cache
@@ -66,7 +66,6 @@ def _workload(req: TrainPlanRequest):
 def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> PlanResult:
     """Every offer that can train the model within the constraints, cheapest expected job first."""
     from gpuplan.economics import checkpoint as ckpt
-    from gpuplan.economics import preemption
     from gpuplan.perf.efficiency import default_efficiency
     from gpuplan.perf.training_estimate import estimate_training_grid
 
@@ -91,6 +90,8 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
         groups[(int(o.gpus_per_node), (o.interconnect or "unknown").lower())].append(o)
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
+
+    failure_cache: dict[tuple[int, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
     rows: list[dict[str, Any]] = []
     for (gpn, fabric), offers in sorted(groups.items()):
         # Clusters are built from full nodes: offers of 1-4 GPUs are VMs, not cluster building blocks.
@@ -104,51 +105,37 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
                                       inter_node_gbps_per_gpu=fabric_gbps_per_gpu(fabric), gpus_per_node=gpn,
                                       goodput=base_goodput)
         row_of = {g: i for i, g in enumerate(grid.gpu_ids)}
+        pending = []  # (offer, ..., usable node-count indices): priced together below
         for o in offers:
             provider = catalog.providers[o.provider]
             gpu = catalog.gpus[o.gpu]
             i = row_of[o.gpu]
-            fits = grid.fits[i]
-            if not fits.any():
+            if not grid.fits[i].any():
                 rejected["model does not fit on this GPU at any count"] += 1
                 continue
-            rate = preemption.interruption_rate_per_node_hour(provider.kind, o.pricing)
-            restart_h = preemption.restart_hours(provider.kind, o.pricing)
-            best = None
-            for k, nodes in enumerate(node_counts):
-                if not fits[k]:
-                    continue
-                if excluded_reason(o, provider, gpu, int(nodes), "train", cons.allow_decentralized):
-                    continue
-                useful_h = float(grid.wall_hours[i, k])
-                gpus = int(nodes * gpn)
-                mtbf_h = preemption.job_mtbf_hours(int(nodes), gpus, rate)
-                delta_h = ckpt.write_seconds(ckpt_bytes, int(nodes)) / 3600.0
-                tau_h = ckpt.daly_interval_h(delta_h, mtbf_h)
-                factor = ckpt.daly_wall_factor(tau_h, delta_h, restart_h, mtbf_h)
-                wall_h = useful_h * factor
-                if o.commitment_term_h and wall_h < o.commitment_term_h:
-                    billed_h = o.commitment_term_h  # a reservation is paid for its whole term
-                else:
-                    billed_h = _billed_hours(wall_h, provider.billing_increment_s, provider.minimum_billing_s,
-                                             segments=1 + (wall_h / mtbf_h if rate > 0 else 0.0))
-                compute = float(nodes) * o.price_per_hour_usd * billed_h
-                cand = dict(k=k, nodes=int(nodes), gpus=gpus, useful_h=useful_h, wall_h=wall_h, billed_h=billed_h,
-                            compute=compute, mtbf_h=mtbf_h, delta_h=delta_h, tau_h=tau_h, factor=factor)
-                meets = wall_h <= target_h
-                key = (not meets, compute if meets else wall_h)
-                if best is None or key < best[0]:
-                    best = (key, cand)
-            if best is None:
+            allowed = grid.fits[i] & np.array([
+                excluded_reason(o, provider, gpu, int(n), "train", cons.allow_decentralized) is None
+                for n in node_counts])
+            if not allowed.any():
                 rejected["excluded for multi-node training (decentralized/consumer/marketplace)"] += 1
                 continue
-            c = best[1]
-            if o.commitment_term_h and c["wall_h"] < o.commitment_term_h and req.constraints.budget_usd is None:
-                pass  # kept: the plan states it pays the whole term
-            storage, egress, storage_notes = _storage_and_egress(ckpt_bytes, model.total_params(), req, provider,
-                                                                 c["wall_h"])
-            rows.append(dict(offer=o, provider=provider, gpu=gpu, grid=grid, i=i, rate=rate, restart_h=restart_h,
-                             storage=storage, egress=egress, storage_notes=storage_notes, **c))
+            key = (gpn, provider.kind, o.pricing)
+            if key not in failure_cache:
+                failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes)
+            fm = failure_cache[key]
+            usable = allowed & fm["stable"]
+            if not usable.any():
+                rejected["interrupted too often to make progress (wall > 3x steady state)"] += 1
+                continue
+            useful_h = np.where(usable, grid.wall_hours[i], np.nan)
+            wall_h = useful_h * fm["factor"]
+            if o.commitment_term_h:
+                usable &= wall_h >= o.commitment_term_h  # a reservation applies only to a run covering its term
+                if not usable.any():
+                    rejected["reserved term longer than the run"] += 1
+                    continue
+            pending.append((o, provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h))
+        rows.extend(_price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req))
 
     if not rows:
         return _empty_result(req, model, workload, rejected, cands)
@@ -176,10 +163,74 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     return PlanResult(
         workload="train", model=model.name, summary=_summary(req, model, workload, rows, keep),
         plans=plans, pareto_ranks=sorted(plans[i].rank for i in front_idx),
-        why=_why(plans, deadline_h, target_h), placement=classify("train", min_nodes).model_dump(),
+        why=_why(plans, deadline_h, target_h) if plans else _why_none(cost, wall), placement=classify("train", min_nodes).model_dump(),
         rejected={k: v for k, v in rejected.items() if v}, assumptions=_assumptions(req, base_goodput, target_h),
         thresholds=_thresholds(float(rows[0]["grid"].flops)),
     )
+
+
+def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req) -> list[dict[str, Any]]:
+    """Bill every usable (offer, node count) of one group in one vectorised call, then keep per
+    offer the cheapest count that meets the target (the fastest when none does)."""
+    from gpuplan.economics.run_cost import expected_billed_hours
+
+    if not pending:
+        return []
+    ks = [p[5] for p in pending]
+    wall = np.concatenate([p[6][k] for p, k in zip(pending, ks)])
+    useful = np.concatenate([p[7][k] for p, k in zip(pending, ks)])
+    mtbf = np.concatenate([p[4]["mtbf_h"][k] for p, k in zip(pending, ks)])
+    unbilled = np.concatenate([np.full(len(k), p[4]["unbilled_restart_h"]) for p, k in zip(pending, ks)])
+    preemptible = np.concatenate([np.full(len(k), p[4]["rate"] > 0) for p, k in zip(pending, ks)])
+    increment = np.concatenate([np.full(len(k), p[1].billing_increment_s or np.nan) for p, k in zip(pending, ks)])
+    minimum = np.concatenate([np.full(len(k), p[1].minimum_billing_s or 0.0) for p, k in zip(pending, ks)])
+    price = np.concatenate([np.full(len(k), p[0].price_per_hour_usd) for p, k in zip(pending, ks)])
+    nodes = np.concatenate([node_counts[k] for k in ks]).astype(float)
+    interruptions = wall / mtbf
+    # Waiting for capacity that was taken back is not billed; reloading on held nodes is.
+    billed_wall = np.maximum(wall - interruptions * unbilled, useful)
+    segments = 1.0 + np.where(preemptible, interruptions, 0.0)  # each restart on new capacity bills anew
+    billed = np.asarray(expected_billed_hours(billed_wall, increment, minimum, segments), dtype=float)
+    compute = nodes * price * billed
+
+    rows, start = [], 0
+    for (o, provider, gpu, i, fm, k_idx, _, _), k_all in zip(pending, ks):
+        sl = slice(start, start + len(k_all))
+        start += len(k_all)
+        w, c = wall[sl], compute[sl]
+        meets = w <= target_h
+        pick = int(np.argmin(np.where(meets, c, np.inf))) if meets.any() else int(np.argmin(w))
+        k = int(k_all[pick])
+        j = sl.start + pick
+        storage, egress, notes = _storage_and_egress(ckpt_bytes, model.total_params(), req, provider, float(w[pick]))
+        rows.append(dict(
+            offer=o, provider=provider, gpu=gpu, grid=grid, i=i, rate=fm["rate"], restart_h=fm["restart_h"],
+            storage=storage, egress=egress, storage_notes=notes, k=k, nodes=int(node_counts[k]),
+            gpus=int(node_counts[k] * gpn), useful_h=float(useful[j]), wall_h=float(w[pick]),
+            billed_h=float(billed[j]), compute=float(c[pick]), mtbf_h=float(fm["mtbf_h"][k]),
+            delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]), factor=float(fm["factor"][k])))
+    return rows
+
+
+def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, pricing: str,
+                   checkpoint_bytes: float) -> dict[str, Any]:
+    """Failures, preemptions and checkpoints for one kind of capacity at every node count: the
+    job's MTBF, checkpoint write time, Daly interval and the wall-over-steady-state factor."""
+    from gpuplan.economics import checkpoint as ckpt
+    from gpuplan.economics import preemption
+
+    rate = preemption.interruption_rate_per_node_hour(kind, pricing)
+    restart_h = preemption.restart_hours(kind, pricing)
+    mtbf_h = np.asarray(preemption.job_mtbf_hours(node_counts, node_counts * gpus_per_node, rate,
+                                                  preemption.gpu_hours_per_failure(kind)), dtype=float)
+    delta_h = np.asarray(ckpt.write_seconds(checkpoint_bytes, node_counts), dtype=float) / 3600.0
+    tau_h = np.asarray(ckpt.daly_interval_h(delta_h, mtbf_h), dtype=float)
+    factor = np.asarray(ckpt.daly_wall_factor(tau_h, delta_h, restart_h, mtbf_h), dtype=float)
+    return {
+        "rate": rate, "restart_h": restart_h, "mtbf_h": mtbf_h, "delta_h": delta_h, "tau_h": tau_h,
+        "factor": factor, "stable": np.isfinite(factor) & (factor <= MAX_WALL_OVER_STEADY),
+        "unbilled_restart_h": restart_h * (1.0 - preemption.billed_restart_fraction(kind, pricing)),
+    }
 
 
 def _drop_region_duplicates(rows, cost, order: list[int]) -> list[int]:
@@ -198,21 +249,13 @@ def _drop_region_duplicates(rows, cost, order: list[int]) -> list[int]:
     return out
 
 
-def _billed_hours(wall_h: float, increment_s: float | None, minimum_s: float | None, segments: float) -> float:
-    """Billed hours for a run split into `segments` billed pieces (each restart on new capacity
-    starts a new one): each piece rounds up to the increment, half an increment on average."""
-    inc_h = (increment_s or 3600.0) / 3600.0  # unknown granularity: assume hourly
-    per_segment = wall_h / max(segments, 1.0)
-    minimum_h = (minimum_s or 0.0) / 3600.0
-    return segments * max(per_segment + inc_h / 2.0, minimum_h) if inc_h > 1 / 3600 else max(wall_h, minimum_h)
-
-
 def _storage_and_egress(ckpt_bytes: float, params: float, req: TrainPlanRequest, provider, wall_h: float):
-    from gpuplan.economics.run_cost import STORAGE_USD_PER_GB_MONTH
+    from gpuplan.economics.run_cost import HOURS_PER_MONTH, storage_price
 
-    months = wall_h / 730.0
+    months = wall_h / HOURS_PER_MONTH
     stored_gb = ckpt_bytes / 1e9 * req.checkpoints_kept + req.dataset_gb
-    storage = stored_gb * STORAGE_USD_PER_GB_MONTH * max(months, 1 / 730.0)
+    usd_per_gb_month, _source = storage_price(provider.id)
+    storage = stored_gb * usd_per_gb_month * max(months, 1 / HOURS_PER_MONTH)
     weights_gb = params * (2 if req.method != "qlora" else 0.55) / 1e9
     if req.method in ("lora", "qlora"):
         weights_gb = params * 0.01 * 2 / 1e9  # adapters only: about 1% of the base at rank 16 (order of magnitude)
@@ -264,8 +307,8 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
                      "training run in the validation set")
     if r.get("other_regions"):
         notes.append(f"same price in {len(r['other_regions'])} more region(s): {', '.join(sorted(set(r['other_regions']))[:5])}")
-    if o.commitment_term_h and r["wall_h"] < o.commitment_term_h:
-        notes.append(f"reserved: pays the whole {o.commitment_term_h:.0f} h term for a {r['wall_h']:.0f} h run")
+    if o.commitment_term_h:
+        notes.append(f"reserved: the {o.commitment_term_h:.0f} h term is covered by the {r['wall_h']:.0f} h run")
     return min(1.0, risk), notes
 
 
@@ -307,6 +350,7 @@ def _summary(req, model, workload, rows, keep) -> dict[str, Any]:
         "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
         "global_batch": workload.batch if hasattr(workload, "batch") else req.global_batch,
         "precision": req.precision, "training_flops": float(grid.flops), "candidates": int(keep.sum()),
+        "providers_ranked": len({r["offer"].provider for r, k in zip(rows, keep) if k}),
     }
 
 
@@ -356,6 +400,14 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float) -> list[s
     if deadline_h is None and best.wall_hours > target_h:
         lines.append(f"no plan finishes within the default {target_h / 24:g} days; give --max-gpus or --deadline")
     return lines
+
+
+def _why_none(cost: np.ndarray, wall: np.ndarray) -> list[str]:
+    """Every plan failed --budget or --deadline: say what the nearest ones would take."""
+    cheapest, fastest = int(np.argmin(cost)), int(np.argmin(wall))
+    return ["no offer meets the constraints; see 'not ranked'",
+            f"the cheapest plan costs ${cost[cheapest]:,.0f} and takes {wall[cheapest] / 24:.1f} days; "
+            f"the fastest ranked plan takes {wall[fastest] / 24:.1f} days for ${cost[fastest]:,.0f}"]
 
 
 def _empty_result(req, model, workload, rejected, cands) -> PlanResult:

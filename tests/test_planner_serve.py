@@ -1,0 +1,78 @@
+"""Serving and project plans: capacity per offer, constraints, users' geography, train-here/serve-there."""
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog.catalog import Catalog
+from gpuplan.planner import plan_project, plan_serving, plan_training
+from gpuplan.planner.requests import Constraints, ServePlanRequest, TrainPlanRequest
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return Catalog.load(use_store=False)
+
+
+@pytest.fixture(scope="module")
+def served(catalog):
+    return plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=5, limit=1000), catalog)
+
+
+def test_serving_ranks_many_providers_by_cost(served):
+    assert served.summary["providers_ranked"] >= 8
+    costs = [p.cost_usd for p in served.plans]
+    assert costs == sorted(costs)
+
+
+def test_serving_capacity_covers_the_peak(served):
+    peak_out_tok_s = served.summary["peak_requests_per_s"] * served.summary["output_len"]
+    for p in served.plans:
+        assert p.replicas >= 1 and p.gpus >= p.replicas
+        assert p.output_tokens_per_s >= peak_out_tok_s * 0.999
+        assert p.cost_per_million_output_tokens_usd > 0
+
+
+def test_more_traffic_never_costs_less(catalog, served):
+    busier = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=50, limit=5), catalog)
+    assert busier.plans[0].cost_usd > served.plans[0].cost_usd
+
+
+def test_serving_budget_and_exclusions(catalog, served):
+    budget = served.plans[len(served.plans) // 2].cost_usd
+    first = served.plans[0].provider
+    result = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=5, limit=1000,
+                                           constraints=Constraints(budget_usd=budget, exclude=[first])), catalog)
+    assert result.plans
+    assert all(p.cost_usd <= budget for p in result.plans)
+    assert all(p.provider != first for p in result.plans)
+
+
+def test_reserved_serving_offers_need_a_horizon_covering_their_term(catalog):
+    for months in (1, 36):
+        result = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=5, horizon_months=months,
+                                               limit=1000), catalog)
+        for p in result.plans:
+            if p.offer.commitment_term_h:
+                assert p.offer.commitment_term_h <= months * 730
+
+
+def test_users_geography_favours_near_offers_and_states_rtt(catalog):
+    eu = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=5, users=["eu"], limit=10), catalog)
+    ap = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=5, users=["ap-south"], limit=10),
+                      catalog)
+    assert all(p.network_rtt_ms is not None for p in eu.plans + ap.plans)
+    assert eu.plans[0].network_rtt_ms <= 100
+    assert sum(p.network_rtt_ms for p in eu.plans[:5]) != sum(p.network_rtt_ms for p in ap.plans[:5])
+
+
+def test_project_picks_each_best_separately(catalog):
+    train = TrainPlanRequest(model="llama-3.1-8b", tokens=1e11, limit=5)
+    serve = ServePlanRequest(model="llama-3.1-8b", requests_per_s=2, horizon_months=12, limit=5)
+    project = plan_project(train, serve, catalog)
+    best_train = plan_training(train, catalog).plans[0]
+    best_serve = plan_serving(serve, catalog).plans[0]
+    assert project["feasible"]
+    assert project["train"].plans[0].offer == best_train.offer
+    assert project["serve"].plans[0].offer == best_serve.offer
+    assert project["total_usd"] == pytest.approx(best_train.cost_usd + best_serve.cost_usd)
+    assert project["total_p90_usd"] >= project["total_usd"]

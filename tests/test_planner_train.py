@@ -1,0 +1,146 @@
+"""Training plans: ranking by job cost, the constraints as properties, reserved terms, spot economics."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuplan.catalog.catalog import Catalog
+from gpuplan.planner import plan_training
+from gpuplan.planner.requests import Constraints, TrainPlanRequest
+
+SLOW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return Catalog.load(use_store=False)
+
+
+@pytest.fixture(scope="module")
+def baseline(catalog):
+    """The README's main job: every plan, unconstrained."""
+    return plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e12, limit=1000), catalog)
+
+
+def _req(**constraints) -> TrainPlanRequest:
+    return TrainPlanRequest(model="llama-3.1-8b", tokens=1e12, limit=1000, constraints=Constraints(**constraints))
+
+
+def test_main_job_ranks_offers_from_at_least_eight_providers(baseline):
+    assert baseline.summary["providers_ranked"] >= 8
+    assert len({p.provider for p in baseline.plans}) >= 8
+
+
+def test_plans_are_ranked_by_expected_job_cost_not_hourly_price(baseline):
+    in_time = [p for p in baseline.plans if p.wall_hours <= 30 * 24]
+    costs = [p.cost_usd for p in in_time]
+    assert costs == sorted(costs)
+    hourly = [p.offer.price_per_gpu_hour_usd for p in in_time]
+    assert hourly != sorted(hourly), "job cost and hourly price order should differ somewhere"
+    assert [p.rank for p in baseline.plans] == list(range(1, len(baseline.plans) + 1))
+
+
+def test_cost_adds_up_and_bills_whole_nodes(baseline):
+    for p in baseline.plans:
+        c = p.cost
+        assert p.cost_usd == pytest.approx(c.compute_usd + c.storage_usd + c.egress_usd + c.other_usd, rel=1e-9)
+        assert p.gpus == p.nodes * p.gpus_per_node
+        billed = p.assumptions["billed_hours"]
+        assert c.compute_usd == pytest.approx(p.nodes * p.offer.price_per_hour_usd * billed, rel=1e-9)
+        # Billing rounds up: never less than the steady-state time the job needs.
+        assert billed >= p.assumptions["steady_state_hours"] - 1e-9
+        assert p.cost_p90_usd >= p.cost_usd - 1e-6
+        assert p.wall_p90_hours >= p.wall_hours - 1e-9
+        lay = p.layout
+        assert lay.tp * lay.pp * lay.cp * lay.dp == p.gpus
+
+
+def test_reserved_offers_only_when_the_run_covers_their_term(baseline):
+    for p in baseline.plans:
+        if p.offer.commitment_term_h:
+            assert p.wall_hours >= p.offer.commitment_term_h
+
+
+def test_spot_plans_state_checkpoint_interval_and_lose_time(baseline):
+    spot = [p for p in baseline.plans if p.pricing in ("spot", "interruptible")]
+    assert spot, "the bundled catalog has spot offers that can train an 8B model"
+    for p in spot:
+        assert 0 < p.checkpoint_interval_min < 24 * 60
+        assert p.expected_interruptions > 0
+        assert p.assumptions["wall_over_steady"] > 1.0
+        assert p.wall_hours > p.assumptions["steady_state_hours"]
+
+
+def test_multi_node_training_avoids_decentralized_unless_asked(catalog, baseline):
+    loose = [p for p in baseline.plans if p.nodes > 1 and p.provider_kind in ("decentralized", "marketplace")]
+    assert loose == []
+    allowed = plan_training(_req(allow_decentralized=True), catalog)
+    assert any(p.provider_kind in ("decentralized", "marketplace") for p in allowed.plans)
+
+
+@SLOW
+@given(fraction=st.floats(min_value=0.0, max_value=1.0))
+def test_no_plan_above_budget(catalog, baseline, fraction):
+    costs = sorted(p.cost_usd for p in baseline.plans)
+    budget = costs[0] + fraction * (costs[-1] - costs[0]) + 1.0
+    result = plan_training(_req(budget_usd=budget), catalog)
+    assert all(p.cost_usd <= budget for p in result.plans)
+    assert len(result.plans) == sum(c <= budget for c in costs)
+
+
+@SLOW
+@given(days=st.floats(min_value=2.0, max_value=60.0))
+def test_no_plan_past_deadline(catalog, days):
+    result = plan_training(_req(deadline_hours=days * 24), catalog)
+    assert result.plans, f"some plan finishes an 8B/1T-token run in {days:.1f} days"
+    assert all(p.wall_hours <= days * 24 for p in result.plans)
+
+
+@SLOW
+@given(data=st.data())
+def test_no_plan_from_an_excluded_provider(catalog, baseline, data):
+    providers = sorted({p.provider for p in baseline.plans})
+    excluded = data.draw(st.lists(st.sampled_from(providers), min_size=1, max_size=4, unique=True))
+    result = plan_training(_req(exclude=excluded), catalog)
+    assert result.plans
+    assert not {p.provider for p in result.plans} & set(excluded)
+
+
+def test_other_constraints_hold(catalog):
+    result = plan_training(_req(no_spot=True, max_gpus=64, gpus=["H100"], min_confidence="primary"), catalog)
+    assert result.plans
+    for p in result.plans:
+        assert p.pricing not in ("spot", "interruptible")
+        assert p.gpus <= 64
+        assert p.gpu.startswith("H100")
+        assert p.confidence == "primary"
+
+
+def test_a_deadline_buys_more_gpus(catalog, baseline):
+    fast = plan_training(_req(deadline_hours=3 * 24), catalog)
+    assert fast.plans[0].gpus > baseline.plans[0].gpus
+    assert fast.plans[0].cost_usd >= baseline.plans[0].cost_usd * 0.8
+
+
+def test_impossible_constraints_give_an_empty_result_with_reasons(catalog):
+    result = plan_training(_req(budget_usd=1.0), catalog)
+    assert result.plans == []
+    assert result.rejected.get("over --budget", 0) > 0
+
+
+def test_pareto_front_is_not_dominated(baseline):
+    by_rank = {p.rank: p for p in baseline.plans}
+    front = [by_rank[r] for r in baseline.pareto_ranks]
+    assert front
+    for f in front:
+        assert not any(o.cost_usd < f.cost_usd and o.wall_hours < f.wall_hours for o in baseline.plans[:20])
+
+
+def test_lora_is_cheaper_than_full_fine_tuning(catalog):
+    full = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e9, method="full"), catalog)
+    lora = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e9, method="lora"), catalog)
+    assert lora.plans[0].cost_usd < full.plans[0].cost_usd
+    assert math.isfinite(lora.plans[0].wall_hours)
