@@ -147,7 +147,7 @@ def test_breakeven_table_and_chart(cli):
 
 @pytest.mark.parametrize("args,needle", [
     (["breakeven", "--model", "llama-3.3-70b", "--tokens-per-month", "-5"], "positive"),
-    (["breakeven", "--model", "llama-3.3-70b", "--tokens-per-month", "5B", "--input-share", "1.5"], "--input-share"),
+    (["breakeven", "--model", "llama-3.3-70b", "--tokens-per-month", "5B", "--input-share", "1.5"], "input share"),
     (["breakeven", "--model", "llama-3.3-70b", "--tokens-per-month", "5B", "--api", "nope/x",
       "--price-per-gpu-hour", "2"], "unknown API model"),
     (["breakeven", "--model", "no-such-model", "--tokens-per-month", "5B", "--price-per-gpu-hour", "2"], "unknown"),
