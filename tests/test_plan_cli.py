@@ -83,3 +83,17 @@ def test_impossible_budget_exits_nonzero_with_reasons(cli):
     code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--budget", "1")
     assert code != 0
     assert "budget" in (out + err).lower()
+
+
+def test_tco_plans_the_final_run_when_given_a_model(cli):
+    code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--limit", "1", "--json")
+    best = json.loads(out)["plans"][0]
+    code, out, err = cli("tco", "--model", "llama-3.1-8b", "--tokens", "1e11", "--json")
+    assert code == 0, err
+    tco = json.loads(out)
+    final = next(line for line in tco["lines"] if line["key"] == "final_run")
+    assert final["usd"] == pytest.approx(best["cost_usd"])
+    assert tco["final_run_plan"]["provider"] == best["provider"]
+    assert tco["energy_kwh"] > 0
+    code, out, err = cli("tco", "--model", "llama-3.1-8b", "--tokens", "1e11", "--final-run-usd", "5")
+    assert code == 2 and "not both" in err

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import app
+from gpuplan.cli.options import ActiveParamsOpt, ModelOpt, ParamsOpt
 
 Num = Optional[float]
 BAR_WIDTH = 32
@@ -34,12 +35,30 @@ def tco_command(
     hosting_usd_per_month: Annotated[Num, typer.Option("--hosting-usd-per-month", help="Serving cost per month ($).")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU of the run, for energy and emissions.")] = None,
     region: Annotated[Optional[str], typer.Option("--region", help="Country code, geography (eu, us-east) or provider region, for grid carbon intensity.")] = None,
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    tokens: Annotated[Optional[str], typer.Option("--tokens", help="Plan the final run: training tokens (with --model or --params).")] = None,
+    method: Annotated[str, typer.Option("--method", help="Final run method when planned: full, lora or qlora.")] = "full",
+    precision: Annotated[str, typer.Option("--precision", help="Final run precision when planned.")] = "bf16",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Full cost of a training project: final run, experiments, data, storage, labour, safety, hosting."""
+    """Full cost of a training project: final run, experiments, data, storage, labour, safety, hosting.
+
+    The final run is given (--final-run-usd, or --gpu-hours x --price-per-gpu-hour) or planned:
+    with --model/--params and --tokens it is the planner's first-ranked training plan."""
     from gpuplan.cli.output import fmt_usd, print_json
     from gpuplan.economics.tco import compute_tco, make_inputs
 
+    planned: dict = {}
+    if model is not None or params is not None or tokens is not None:
+        planned = _planned_final_run(model, params, active_params, tokens, method, precision)
+        if final_run_usd is not None or gpu_hours is not None:
+            from gpuplan.errors import UsageError
+
+            raise UsageError("give the final run (--final-run-usd/--gpu-hours) or plan it (--model --tokens), not both")
+        final_run_usd, gpu_hours, price_per_gpu_hour = (planned["final_run_usd"], planned["gpu_hours"],
+                                                        planned["price_per_gpu_hour"])
+        gpu = gpu or planned["gpu"]
+        region = region or planned["region"]
     inputs = make_inputs(
         final_run_usd=final_run_usd, gpu_hours=gpu_hours, price_per_gpu_hour=price_per_gpu_hour,
         experiments_multiplier=experiments_multiplier, data_usd=data_usd, engineers=engineers, months=months,
@@ -47,12 +66,37 @@ def tco_command(
         safety_fraction=safety_fraction, safety_usd=safety_usd, storage_tb=storage_tb, storage_months=storage_months,
         storage_usd_per_gb_month=storage_price, egress_tb=egress_tb, egress_usd_per_gb=egress_price,
         hosting_months=hosting_months, hosting_usd_per_month=hosting_usd_per_month, gpu=gpu, region=region,
+        provider_kind=planned.get("provider_kind"),
     )
     result = compute_tco(inputs)
     if as_json:
-        print_json(result.model_dump() | {"chart": result.chart()})
+        print_json(result.model_dump() | {"chart": result.chart(), "final_run_plan": planned.get("plan")})
         return
+    if planned:
+        typer.echo(f"final run planned: {planned['summary']}")
     _render(result, fmt_usd)
+
+
+def _planned_final_run(model, params, active_params, tokens, method, precision) -> dict:
+    """The first-ranked training plan, as TCO inputs."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.cli.cmd_plan import _train_request
+    from gpuplan.errors import GpuplanError
+    from gpuplan.planner import plan_training
+    from gpuplan.planner.project import final_run_from_plan
+    from gpuplan.planner.requests import Constraints
+
+    req = _train_request(model, params, active_params, tokens, None, None, method, 16, precision, 4096, None, None,
+                         0.0, Constraints(), 1)
+    result = plan_training(req, Catalog.load())
+    if not result.plans:
+        raise GpuplanError("no training plan for the final run; give --final-run-usd instead")
+    best = result.plans[0]
+    return final_run_from_plan(best) | {
+        "plan": best.model_dump(mode="json"),
+        "summary": f"{best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}), "
+                   f"{best.wall_hours / 24:.1f} days, ${best.cost_usd:,.0f}",
+    }
 
 
 def _render(result, fmt_usd) -> None:

@@ -29,3 +29,13 @@ def plan_project(train: TrainPlanRequest, serve: ServePlanRequest, catalog: Cata
         "train": trained, "serve": served, "total_usd": total, "total_p90_usd": total_p90,
         "feasible": bool(best_t and best_s), "notes": notes,
     }
+
+
+def final_run_from_plan(plan) -> dict[str, Any]:
+    """The TCO's final-run inputs from a ranked training plan: its expected cost, billed GPU-hours,
+    GPU and region (for energy and emissions) and provider kind (for PUE)."""
+    return {
+        "final_run_usd": plan.cost_usd, "gpu_hours": plan.gpu_hours,
+        "price_per_gpu_hour": plan.offer.price_per_gpu_hour_usd, "gpu": plan.gpu, "region": plan.region,
+        "provider_kind": plan.provider_kind,
+    }
