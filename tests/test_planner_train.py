@@ -144,3 +144,23 @@ def test_lora_is_cheaper_than_full_fine_tuning(catalog):
     lora = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e9, method="lora"), catalog)
     assert lora.plans[0].cost_usd < full.plans[0].cost_usd
     assert math.isfinite(lora.plans[0].wall_hours)
+
+
+def test_a_preemption_notice_long_enough_to_checkpoint_removes_rework():
+    import numpy as np
+
+    from gpuplan.economics.checkpoint import checkpoint_bytes, write_seconds
+    from gpuplan.planner.train_plan import failure_arrays
+
+    nodes = np.array([1, 2])
+    size = checkpoint_bytes(8e9)
+    assert (write_seconds(size, nodes) < 0.8 * 120).all() and (write_seconds(size, nodes) > 0.8 * 30).all()
+    aws = failure_arrays(nodes, 8, "hyperscaler", "spot", size, "aws")  # two minutes' notice
+    gcp = failure_arrays(nodes, 8, "hyperscaler", "spot", size, "gcp")  # 30 s: too short to save 8B
+    unknown = failure_arrays(nodes, 8, "hyperscaler", "spot", size, "")
+    assert aws["saves_on_notice"].all() and not gcp["saves_on_notice"].any()
+    assert (aws["factor"] < unknown["factor"]).all()
+    np.testing.assert_allclose(gcp["factor"], unknown["factor"])
+    assert (aws["tau_h"] > unknown["tau_h"]).all(), "only hardware failures set the interval once saves are announced"
+    on_demand = failure_arrays(nodes, 8, "hyperscaler", "on_demand", size, "")
+    assert not on_demand["saves_on_notice"].any()

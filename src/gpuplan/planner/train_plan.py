@@ -91,7 +91,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
 
-    failure_cache: dict[tuple[int, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
+    failure_cache: dict[tuple[int, str, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
     rows: list[dict[str, Any]] = []
     for (gpn, fabric), offers in sorted(groups.items()):
         # Clusters are built from full nodes: offers of 1-4 GPUs are VMs, not cluster building blocks.
@@ -119,9 +119,9 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
             if not allowed.any():
                 rejected["excluded for multi-node training (decentralized/consumer/marketplace)"] += 1
                 continue
-            key = (gpn, provider.kind, o.pricing)
+            key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "")
             if key not in failure_cache:
-                failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes)
+                failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes, key[3])
             fm = failure_cache[key]
             usable = allowed & fm["stable"]
             if not usable.any():
@@ -208,28 +208,51 @@ def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, mod
             storage=storage, egress=egress, storage_notes=notes, k=k, nodes=int(node_counts[k]),
             gpus=int(node_counts[k] * gpn), useful_h=float(useful[j]), wall_h=float(w[pick]),
             billed_h=float(billed[j]), compute=float(c[pick]), mtbf_h=float(fm["mtbf_h"][k]),
-            delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]), factor=float(fm["factor"][k])))
+            delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]), factor=float(fm["factor"][k]),
+            saves_on_notice=bool(fm["saves_on_notice"][k]), notice_s=fm["notice_s"],
+            mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k])))
     return rows
 
 
 def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, pricing: str,
-                   checkpoint_bytes: float) -> dict[str, Any]:
+                   checkpoint_bytes: float, provider_id: str = "") -> dict[str, Any]:
     """Failures, preemptions and checkpoints for one kind of capacity at every node count: the
-    job's MTBF, checkpoint write time, Daly interval and the wall-over-steady-state factor."""
+    job's MTBF, checkpoint write time, Daly interval and the wall-over-steady-state factor.
+
+    Where the provider announces a preemption early enough to write a checkpoint first (AWS's
+    two minutes, say), a preemption costs a save and a restart but no lost work: the interval is
+    then set by hardware failures alone."""
     from gpuplan.economics import checkpoint as ckpt
     from gpuplan.economics import preemption
 
     rate = preemption.interruption_rate_per_node_hour(kind, pricing)
     restart_h = preemption.restart_hours(kind, pricing)
-    mtbf_h = np.asarray(preemption.job_mtbf_hours(node_counts, node_counts * gpus_per_node, rate,
-                                                  preemption.gpu_hours_per_failure(kind)), dtype=float)
+    gpus = node_counts * gpus_per_node
+    gpu_hours_per_failure = preemption.gpu_hours_per_failure(kind)
+    mtbf_h = np.asarray(preemption.job_mtbf_hours(node_counts, gpus, rate, gpu_hours_per_failure), dtype=float)
     delta_h = np.asarray(ckpt.write_seconds(checkpoint_bytes, node_counts), dtype=float) / 3600.0
     tau_h = np.asarray(ckpt.daly_interval_h(delta_h, mtbf_h), dtype=float)
     factor = np.asarray(ckpt.daly_wall_factor(tau_h, delta_h, restart_h, mtbf_h), dtype=float)
+    mc_mtbf_h, mc_scale = mtbf_h.copy(), np.ones_like(mtbf_h)
+    notice_s = ckpt.spot_notice_seconds(provider_id) if rate > 0 and provider_id else None
+    saves_on_notice = np.array([ckpt.fits_notice(d * 3600.0, notice_s) for d in delta_h], dtype=bool)
+    if saves_on_notice.any():
+        hw_mtbf_h = gpu_hours_per_failure / gpus
+        preempt_per_h = 1.0 / mtbf_h - 1.0 / hw_mtbf_h
+        hw_tau = np.asarray(ckpt.daly_interval_h(delta_h, hw_mtbf_h), dtype=float)
+        hw_factor = np.asarray(ckpt.daly_wall_factor(hw_tau, delta_h, restart_h, hw_mtbf_h), dtype=float)
+        notice_factor = np.asarray(ckpt.wall_factor_with_notice(hw_tau, delta_h, restart_h, hw_mtbf_h,
+                                                                preempt_per_h), dtype=float)
+        tau_h = np.where(saves_on_notice, hw_tau, tau_h)
+        factor = np.where(saves_on_notice, notice_factor, factor)
+        # The simulation draws hardware failures; announced preemptions stretch its samples by a fixed share.
+        mc_mtbf_h = np.where(saves_on_notice, hw_mtbf_h, mtbf_h)
+        mc_scale = np.where(saves_on_notice, notice_factor / hw_factor, 1.0)
     return {
         "rate": rate, "restart_h": restart_h, "mtbf_h": mtbf_h, "delta_h": delta_h, "tau_h": tau_h,
         "factor": factor, "stable": np.isfinite(factor) & (factor <= MAX_WALL_OVER_STEADY),
         "unbilled_restart_h": restart_h * (1.0 - preemption.billed_restart_fraction(kind, pricing)),
+        "saves_on_notice": saves_on_notice, "notice_s": notice_s, "mc_mtbf_h": mc_mtbf_h, "mc_scale": mc_scale,
     }
 
 
@@ -273,8 +296,8 @@ def _monte_carlo_p90(rows, indices, seed: int) -> dict[int, tuple[float, float]]
     out = {}
     for j in indices:
         r = rows[j]
-        samples = simulate_wall_hours(r["useful_h"], r["tau_h"], r["delta_h"], r["restart_h"], r["mtbf_h"],
-                                      trials=MONTE_CARLO_TRIALS, seed=seed + j)
+        samples = r["mc_scale"] * simulate_wall_hours(r["useful_h"], r["tau_h"], r["delta_h"], r["restart_h"],
+                                                      r["mc_mtbf_h"], trials=MONTE_CARLO_TRIALS, seed=seed + j)
         out[j] = (float(np.percentile(samples, 50)), float(np.percentile(samples, 90)))
     return out
 
@@ -287,6 +310,9 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
         risk += min(0.4, overhead)
         notes.append(f"preemptible: ~{r['wall_h'] / r['mtbf_h']:.1f} interruptions expected, "
                      f"checkpoint every {r['tau_h'] * 60:.0f} min")
+        if r["saves_on_notice"]:
+            notes.append(f"the {r['notice_s']:.0f} s preemption notice fits a {r['delta_h'] * 3600:.0f} s checkpoint "
+                         "write: save on notice, so preemptions lose no work")
     if overhead > 0.15:
         notes.append(f"failures and checkpoints add {overhead:.0%} to the steady-state time")
     if r["nodes"] > 1 and (o.interconnect or "unknown") in ("ethernet", "unknown"):
@@ -338,7 +364,7 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, p90: tuple[float, 
             "job_mtbf_hours": r["mtbf_h"], "checkpoint_write_s": r["delta_h"] * 3600, "restart_hours": r["restart_h"],
             "interruptions_per_node_hour": r["rate"], "wall_over_steady": r["factor"],
             "fabric": o.interconnect or "unknown", "fabric_gbps_per_gpu": fabric_gbps_per_gpu(o.interconnect),
-            "billed_hours": r["billed_h"],
+            "billed_hours": r["billed_h"], "checkpoint_on_preemption_notice": r["saves_on_notice"],
         },
     )
 
