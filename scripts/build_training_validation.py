@@ -23,7 +23,7 @@ OUT = ROOT / "src" / "gpuplan" / "perf" / "data" / "training-runs.csv"
 COLUMNS = [
     "row", "name", "row_type", "use", "skip_reason", "model_ref", "total_params", "active_params", "tokens",
     "gpu_id", "gpu_peak_tflops", "gpu_mem_bw_tbps", "gpu_memory_gb", "gpu_nvlink_gbps", "gpu_count", "gpu_hours",
-    "wall_days", "precision", "method", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
+    "wall_days", "hours_basis", "precision", "method", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
     "flash_attention", "seq_len", "global_batch", "inter_node_gbps", "step_time_s", "step_time_basis",
     "measured_tflops_per_gpu", "measured_mfu", "counts_recompute", "flops_convention", "notes", "source_gpu",
     "source_mfu_or_tflops", "source",
@@ -39,6 +39,15 @@ VALIDATION_ONLY_GPUS = {
                "gpu_memory_gb": 32, "gpu_nvlink_gbps": 160},
 }
 GPU_OVERRIDES = {"V100": "V100-SXM2-32GB"}  # Microsoft's GPT-3 cluster used 32 GB V100s
+
+# What a full run's published GPU-hours measure. "wall": GPU count x wall-clock (or allocated
+# chip-hours), so restarts, evaluation and stalls are inside the number and the prediction divides
+# by goodput. "steady": the authors computed the hours from measured throughput (logged iteration
+# time, or tokens / stated tokens/s/GPU), so downtime is not in the number and the prediction is
+# steady-state hours. Evidence must be in the row itself: an explicit statement, or a stated
+# tokens/s/GPU that reproduces the GPU-hours within STEADY_MATCH; anything else is "wall".
+STEADY_TEXT = re.compile(r"computed from logged iteration time|computed from (?:measured )?throughput", re.I)
+STEADY_MATCH = 0.02
 
 # Inputs the source row lacks, keyed by row name (+ GPU count where names repeat). Values are the
 # models' own papers' sequence length / batch (sequences) and the cluster's per-GPU network.
@@ -135,6 +144,24 @@ def _annotation(name: str, count: str) -> dict:
     return {}
 
 
+def _tokens_per_s_per_gpu(text: str) -> float | None:
+    m = re.search(r"([\d.,]+)\s*(k?)\s*tok(?:en)?s/s/GPU", text, flags=re.I)
+    if not m:
+        return None
+    return float(m.group(1).replace(",", "")) * (1e3 if m.group(2).lower() == "k" else 1.0)
+
+
+def hours_basis(row: dict) -> str:
+    """"steady" when the row shows its GPU-hours were computed from throughput, else "wall"."""
+    text = f"{row['mfu_or_tflops']} {row['source']}"
+    if STEADY_TEXT.search(text):
+        return "steady"
+    tok_s, tokens, hours = _tokens_per_s_per_gpu(text), _num(row["tokens"]), _num(row["gpu_hours"])
+    if tok_s and tokens and hours and abs(tokens / (tok_s * 3600.0) / hours - 1.0) <= STEADY_MATCH:
+        return "steady"
+    return "wall"
+
+
 def normalize(row: dict, i: int) -> dict:
     from gpuplan.catalog.gpus import get_gpu
     from gpuplan.errors import UsageError
@@ -223,6 +250,10 @@ def normalize(row: dict, i: int) -> dict:
             notes.append("full run without GPU-hours: its stated s/iter is used as a throughput row, layout searched")
         else:
             out["use"], out["skip_reason"] = 0, "no GPU-hours"
+    if kind == "FULL" and out["gpu_hours"]:
+        out["hours_basis"] = hours_basis(row)
+        if out["hours_basis"] == "steady":
+            notes.append("GPU-hours computed from throughput by the source (no downtime): compared at steady state")
     if kind == "BENCHMARK":
         out["use"], out["skip_reason"] = 0, "time-to-target benchmark: tokens trained are not stated"
     if out["use"] == "":

@@ -36,6 +36,8 @@ class ModelShape:
     embed_out_params: float  # 0 when tied (the output layer reuses the input matrix)
     adapter_attention_per_rank: float  # LoRA params per unit rank, attention projections, all layers
     adapter_ffn_per_rank: float  # LoRA params per unit rank, FFN matrices (all experts), all layers
+    routed_active_params: float = 0.0  # routed-expert weights one token passes through, all layers (MoE)
+    expert_ffn: float = 0.0  # routed expert FFN width (MoE; 0 for dense models)
 
     @property
     def is_moe(self) -> bool:
@@ -86,4 +88,6 @@ def model_shape(m: ModelSpec) -> ModelShape:
         n_experts=m.n_experts, top_k=m.n_active_experts, n_moe_layers=m.n_moe_layers,
         embed_in_params=embed_in, embed_out_params=embed_out,
         adapter_attention_per_rank=float(attn_adapter), adapter_ffn_per_rank=float(ffn_adapter),
+        routed_active_params=float(m.n_moe_layers * m.n_active_experts * m.expert_params()) if m.is_moe else 0.0,
+        expert_ffn=float(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0.0,
     )

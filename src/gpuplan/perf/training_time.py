@@ -107,11 +107,12 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     kw = dict(method=wl.method, attention=attention, lora_rank=wl.lora_rank, lora_targets=wl.lora_targets)
     hw_tok = np.array([hardware_flops_per_token(shape, wl.seq_len, r, flash_attention=wl.flash_attention, **kw)
                        for r in ("none", "selective", "full")])
-    hw = hw_tok[rc.astype(np.int64)]
     if efficiency_override is not None:
         eta = f64(efficiency_override)
     else:
         eta = eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision)
+        hw_tok = hw_tok + routed_expert_extra_flops(shape, wl, eff)
+    hw = hw_tok[rc.astype(np.int64)]
     if wl.method == "qlora":
         eta = eta / (1.0 + eff.qlora_overhead)
     rate = feats.peak_flops * eta
@@ -183,6 +184,24 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     total = compute + bubble + tp + cp + ep + pp + dp + optimizer
     return {"total": total, "compute": compute, "bubble": bubble, "tp": tp, "cp": cp, "ep": ep, "pp": pp,
             "dp": dp, "optimizer": optimizer, "eta": eta + 0.0 * total, "micro_batches": m + 0.0 * total}
+
+
+def routed_expert_extra_flops(shape: ModelShape, wl: TrainingWorkload, eff: TrainingEfficiency) -> np.ndarray:
+    """Extra FLOP-equivalents per token (recompute none / selective / full) for routed-expert GEMMs
+    narrower than the hidden size.
+
+    The efficiency law eta = eta_max / (1 + h_half / width) is written for a layer of width h. A
+    fine-grained MoE expert (DeepSeek-V2/V3, Qwen3-MoE: FFN width 768-2048 under h = 2048-7168)
+    multiplies through a matrix only `expert_ffn` wide, so its GEMMs run at eta(expert_ffn): their
+    FLOPs count (1 + h_half/f) / (1 + h_half/h) times. No new parameter: dense models and MoE
+    experts at least as wide as h (Mixtral, gpt-oss) are unchanged.
+    """
+    f, h = shape.expert_ffn, float(shape.hidden)
+    if shape.routed_active_params <= 0 or not 0 < f < h:
+        return np.zeros(3)
+    slow = (1.0 + eff.h_half / f) / (1.0 + eff.h_half / h) - 1.0
+    passes = np.array([3.0, 3.0, 4.0]) if wl.method == "full" else np.array([2.0, 2.0, 3.0])  # fwd+bwd, +fwd rerun
+    return 2.0 * shape.routed_active_params * passes * slow
 
 
 def flops_per_token(shape: ModelShape, wl: TrainingWorkload, attention: str = "causal") -> tuple[float, float, float]:

@@ -199,9 +199,15 @@ def predict(prep: PreparedRow, eff: TrainingEfficiency) -> tuple[float, dict]:
         return step, layout
     steps = math.ceil(prep.wl.total_tokens / (layout["batch"] * prep.wl.seq_len))
     hours = prep.n * steps * step / 3600
-    if prep.kind == "FULL":
+    if prep.kind == "FULL" and includes_downtime(prep):
         hours /= float(eff.goodput(prep.n))
     return hours, layout
+
+
+def includes_downtime(prep: PreparedRow) -> bool:
+    """Whether the published GPU-hours are wall-clock (goodput applies) rather than computed by the
+    authors from measured throughput (hours_basis "steady": compared at steady state)."""
+    return prep.kind == "FULL" and (prep.row.get("hours_basis") or "wall") != "steady"
 
 
 def baseline_gpu_hours(row) -> float:
@@ -296,7 +302,7 @@ def fit_throughput(preps: list[PreparedRow], eff: TrainingEfficiency) -> Trainin
 
 
 def fit_goodput(preps: list[PreparedRow], eff: TrainingEfficiency) -> TrainingEfficiency:
-    rows = [p for p in preps if p.kind == "FULL"]
+    rows = [p for p in preps if includes_downtime(p)]  # steady-basis hours carry no goodput
     steady = [predict(p, eff.with_params(goodput_base=1.0, lost_h_per_failure=0.0))[0] for p in rows]
     n = np.array([p.n for p in rows], float)
     meas = [p.measured for p in rows]
