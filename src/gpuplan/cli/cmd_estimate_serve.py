@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt
+from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4).")]
@@ -19,25 +19,6 @@ OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Generated token
 TtftOpt = Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms.")]
 TpotOpt = Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")]
-
-
-def _model(model: str | None, params: str | None, active: str | None):
-    from gpuplan.errors import UsageError
-    from gpuplan.units import parse_quantity
-
-    if (model is None) == (params is None):
-        raise UsageError("give exactly one of --model and --params")
-    if model is not None:
-        if active is not None:
-            raise UsageError("--active-params goes with --params, not --model")
-        from gpuplan.models import resolve_model
-
-        return resolve_model(model)
-    from gpuplan.models import model_from_params
-
-    total = parse_quantity(params, "--params")
-    act = parse_quantity(active, "--active-params") if active is not None else None
-    return model_from_params(total, act)
 
 
 def _tokens(text: str, what: str) -> int:
@@ -78,7 +59,7 @@ def serve_command(
     if gpu is None:
         raise UsageError("--gpu is required (e.g. --gpu H100)")
     est = estimate_serving(
-        _model(model, params, active_params), gpu, n_gpus=gpus, tp=tp, precision=precision,
+        resolve_model_option(model, params, active_params), gpu, n_gpus=gpus, tp=tp, precision=precision,
         kv_precision=kv_precision, input_len=_tokens(input_len, "--input-len"),
         output_len=_tokens(output_len, "--output-len"), concurrency=concurrency,
         max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction,
@@ -151,7 +132,7 @@ def capacity_command(
     from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity, plan_capacity_all_gpus
     from gpuplan.units import parse_quantity
 
-    spec = _model(model, params, active_params)
+    spec = resolve_model_option(model, params, active_params)
     traffic = make_traffic(
         _tokens(input_len, "--input-len"), _tokens(output_len, "--output-len"),
         requests_per_s=parse_quantity(requests_per_s, "--requests-per-s") if requests_per_s is not None else None,

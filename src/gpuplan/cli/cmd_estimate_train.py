@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt
+from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B).")]
@@ -29,25 +29,6 @@ GpnOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node (TP 
 
 def _int_opt(name: str, help_: str):
     return Annotated[Optional[int], typer.Option(name, help=help_)]
-
-
-def _model(model, params, active):
-    from gpuplan.errors import UsageError
-    from gpuplan.units import parse_quantity
-
-    if (model is None) == (params is None):
-        raise UsageError("give exactly one of --model and --params")
-    if model is not None:
-        if active is not None:
-            raise UsageError("--active-params goes with --params, not --model")
-        from gpuplan.models import resolve_model
-
-        return resolve_model(model)
-    from gpuplan.models import model_from_params
-
-    total = parse_quantity(params, "--params")
-    act = parse_quantity(active, "--active-params") if active is not None else None
-    return model_from_params(total, act)
 
 
 def _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets,
@@ -125,7 +106,7 @@ def train_command(
 
     if gpu is None:
         raise UsageError("--gpu is required (e.g. --gpu H100)")
-    spec = _model(model, params, active_params)
+    spec = resolve_model_option(model, params, active_params)
     wl = _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets)
     est = estimate_training(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
                             recompute=recompute, zero=zero, inter_node_gbps_per_gpu=_fabric(fabric),
@@ -216,7 +197,7 @@ def memory_command(
     from gpuplan.errors import GpuplanError
     from gpuplan.perf.training_estimate import estimate_memory
 
-    spec = _model(model, params, active_params)
+    spec = resolve_model_option(model, params, active_params)
     wl = _workload(None, None, None, method, seq_len, global_batch, precision, lora_rank, lora_targets,
                    default_tokens=1e9)
     if fp32_grads:

@@ -77,3 +77,22 @@ def validated(cls, data: dict, flags: dict[str, str] | None = None):
         field = next((str(p) for p in err["loc"] if p != "constraints"), "")
         flag = (flags or {}).get(field) or (f"--{field.replace('_', '-')}" if field else "")
         raise UsageError(f"{flag + ': ' if flag else ''}{err['msg']}") from None
+
+
+def resolve_model_option(model: str | None, params: str | None, active: str | None):
+    """A ModelSpec from --model (preset or config.json) or --params [--active-params]."""
+    from gpuplan.units import parse_quantity
+
+    if (model is None) == (params is None):
+        raise UsageError("give exactly one of --model and --params")
+    if model is not None:
+        if active is not None:
+            raise UsageError("--active-params goes with --params, not --model")
+        from gpuplan.models import resolve_model
+
+        return resolve_model(model)
+    from gpuplan.models import model_from_params
+
+    total = parse_quantity(params, "--params")
+    act = parse_quantity(active, "--active-params") if active is not None else None
+    return model_from_params(total, act)

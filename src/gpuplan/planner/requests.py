@@ -55,6 +55,14 @@ class ModelChoice(BaseModel):
             raise ValueError("active_params cannot exceed params")
         return self
 
+    def resolve_model(self):
+        """The ModelSpec: the preset, or a plausible shape derived from the parameter count."""
+        from gpuplan.models import model_from_params, resolve_model
+
+        if self.model is not None:
+            return resolve_model(self.model)
+        return model_from_params(self.params, self.active_params)
+
 
 class TrainPlanRequest(ModelChoice):
     tokens: float | None = Field(default=None, gt=0, le=1e16, description="training tokens")

@@ -29,21 +29,13 @@ RTT_PENALTY_PER_100MS = 0.10
 EGRESS_BYTES_PER_OUTPUT_TOKEN = 4.0
 
 
-def _model(req) -> Any:
-    from gpuplan.models import model_from_params, resolve_model
-
-    if req.model is not None:
-        return resolve_model(req.model)
-    return model_from_params(req.params, req.active_params)
-
-
 def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanResult:
     """Every offer that can serve the traffic within the targets, cheapest (near users) first."""
     from gpuplan.economics.preemption import interruption_rate_per_node_hour, restart_hours
     from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity
 
     catalog = catalog or Catalog.load()
-    model = _model(req)
+    model = req.resolve_model()
     traffic = make_traffic(req.input_len, req.output_len, requests_per_s=req.requests_per_s,
                            tokens_per_month=req.tokens_per_month, peak_factor=req.peak_factor)
     targets = Targets(max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms)

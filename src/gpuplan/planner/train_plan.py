@@ -47,14 +47,6 @@ def fabric_gbps_per_gpu(fabric: str | None) -> float:
     return table.get((fabric or "unknown").lower(), table["unknown"])
 
 
-def _model(req):
-    from gpuplan.models import model_from_params, resolve_model
-
-    if req.model is not None:
-        return resolve_model(req.model)
-    return model_from_params(req.params, req.active_params)
-
-
 def _workload(req: TrainPlanRequest):
     from gpuplan.perf.workload import make_workload
 
@@ -70,7 +62,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     from gpuplan.perf.training_estimate import estimate_training_grid
 
     catalog = catalog or Catalog.load()
-    model = _model(req)
+    model = req.resolve_model()
     workload = _workload(req)
     cons = req.constraints
     max_gpus = cons.max_gpus or DEFAULT_MAX_GPUS
@@ -412,7 +404,8 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float) -> list[s
         if other.gpu_hours > best.gpu_hours * 1.02:
             reasons.append(f"bills {other.gpu_hours / best.gpu_hours - 1:.0%} more GPU-hours")
         if (other.assumptions.get("wall_over_steady", 1) - 1) > (best.assumptions.get("wall_over_steady", 1) - 1) + 0.02:
-            reasons.append(f"loses {other.assumptions['wall_over_steady'] - 1:.0%} to interruptions and checkpoints")
+            reasons.append(f"runs {other.assumptions['wall_over_steady']:.2f}x its steady-state time (interruptions, "
+                           "checkpoints)")
         if other.cost.egress_usd + other.cost.storage_usd > best.cost.egress_usd + best.cost.storage_usd + 1:
             reasons.append("more storage/egress")
         if other.risk > best.risk:
