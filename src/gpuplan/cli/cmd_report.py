@@ -1,0 +1,115 @@
+"""`gpuplan report train | serve`: the plan as a self-contained HTML (or Markdown) report.
+
+Takes the same options as `gpuplan plan train | serve` (built by the same request builders),
+plans, and writes the report atomically to --out.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.cli.app import app
+from gpuplan.cli.cmd_plan import (
+    DatasetGbOpt, DatasetTokensOpt, EngineOpt, EpochsOpt, GlobalBatchOpt, GoodputOpt, HorizonOpt, InputLenOpt,
+    KvPrecisionOpt, LoraRankOpt, MethodOpt, OutputLenOpt, PeakFactorOpt, RpsOpt, SeqLenOpt, ServePrecisionOpt,
+    TokensOpt, TokensPerMonthOpt, TpotOpt, TrainPrecisionOpt, TtftOpt, UsersOpt, _serve_request, _train_request,
+)
+from gpuplan.cli.options import (
+    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, KindsOpt,
+    LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt, ProvidersOpt,
+    RegionsOpt, constraints_from_options,
+)
+
+report_app = typer.Typer(help="A plan as a self-contained HTML or Markdown report (charts inline).",
+                         no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+OutOpt = Annotated[str, typer.Option("--out", "-o", help="File to write (atomically), e.g. report.html; '-' prints it.")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", help="html or md (default: from --out's suffix, else html).")]
+
+
+def _check_out(out: str, fmt: str | None) -> str:
+    """Refuse a bad --out or --format before spending time planning."""
+    from pathlib import Path
+
+    from gpuplan.errors import UsageError
+    from gpuplan.report import resolve_format
+
+    resolved = resolve_format(fmt, out)
+    if out != "-":
+        path = Path(out)
+        parent = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise UsageError(f"--out {out}: is a directory; give a file name")
+        if not parent.is_dir():
+            raise UsageError(f"--out {out}: directory {parent} does not exist")
+    return resolved
+
+
+def _emit(result, request, catalog, out: str, fmt: str) -> None:
+    import sys
+
+    from gpuplan.report import build_report, write_report
+
+    text = build_report(result, request, catalog, fmt)
+    if out == "-":
+        sys.stdout.write(text)
+        return
+    path = write_report(out, text)
+    n = len(result.plans)
+    print(f"wrote {path} ({fmt}, {n} plan{'s' if n != 1 else ''})", file=sys.stderr)
+
+
+@report_app.command("train")
+def report_train(
+    out: OutOpt,
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
+    method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
+    seq_len: SeqLenOpt = 4096, global_batch: GlobalBatchOpt = None, goodput: GoodputOpt = None,
+    dataset_gb: DatasetGbOpt = 0.0,
+    budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
+    exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
+    max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
+    max_price_age: MaxPriceAgeOpt = None, allow_decentralized: AllowDecentralizedOpt = False,
+    limit: LimitOpt = 15, db: DbOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Plan training (as `gpuplan plan train`) and write the report."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.planner import plan_training
+
+    fmt = _check_out(out, fmt)
+    constraints = constraints_from_options(budget, deadline, providers, exclude, kinds, regions, gpu, max_gpus,
+                                           no_spot, min_confidence, max_price_age, allow_decentralized)
+    req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
+                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit)
+    catalog = Catalog.load(db)
+    _emit(plan_training(req, catalog), req, catalog, out, fmt)
+
+
+@report_app.command("serve")
+def report_serve(
+    out: OutOpt,
+    model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
+    precision: ServePrecisionOpt = "bf16", kv_precision: KvPrecisionOpt = None, engine: EngineOpt = "vllm",
+    input_len: InputLenOpt = 1000, output_len: OutputLenOpt = 250, requests_per_s: RpsOpt = None,
+    tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
+    max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 1.0, users: UsersOpt = None,
+    budget: BudgetOpt = None, providers: ProvidersOpt = None,
+    exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
+    max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
+    max_price_age: MaxPriceAgeOpt = None, limit: LimitOpt = 15, db: DbOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Plan serving (as `gpuplan plan serve`) and write the report."""
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.planner import plan_serving
+
+    fmt = _check_out(out, fmt)
+    constraints = constraints_from_options(budget, None, providers, exclude, kinds, regions, gpu, max_gpus,
+                                           no_spot, min_confidence, max_price_age, True)
+    req = _serve_request(model, params, active_params, precision, kv_precision, engine, input_len, output_len,
+                         requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
+                         constraints, limit)
+    catalog = Catalog.load(db)
+    _emit(plan_serving(req, catalog), req, catalog, out, fmt)
