@@ -15,12 +15,12 @@ import math
 import os
 import pathlib
 import re
-import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 from gpuplan.catalog.records import PRICING_TYPES, Offer, parse_as_of
 from gpuplan.errors import UnknownNameError, UsageError
+from gpuplan.files import write_atomic  # noqa: F401  (re-exported: catalog export writes with it)
 
 COLUMNS: tuple[str, ...] = tuple(Offer.model_fields)
 REQUIRED = ("provider", "instance_type", "gpu", "gpus_per_node", "pricing", "price_per_hour_usd")
@@ -327,28 +327,3 @@ def render_offers(offers: list[Offer], fmt: str) -> str:
         return yaml.dump({"offers": recs}, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
                          allow_unicode=True, width=1000)
     raise UsageError(f"unknown export format {fmt!r}; use csv or yaml")
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write via a temp file in the same folder and rename: readers see the old file or the
-    new one, never half of it."""
-    p = pathlib.Path(path)
-    if p.is_dir():
-        raise UsageError(f"{p} is a folder; give a file name for --out")
-    if not p.parent.exists():
-        raise UsageError(f"folder {p.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise UsageError(f"cannot write {p}: {e.strerror}") from None
-        raise

@@ -31,19 +31,12 @@ FormatOpt = Annotated[Optional[str], typer.Option("--format", help="html or md (
 
 def _check_out(out: str, fmt: str | None) -> str:
     """Refuse a bad --out or --format before spending time planning."""
-    from pathlib import Path
-
-    from gpuplan.errors import UsageError
+    from gpuplan.files import check_out_path
     from gpuplan.report import resolve_format
 
     resolved = resolve_format(fmt, out)
     if out != "-":
-        path = Path(out)
-        parent = path.parent if str(path.parent) else Path(".")
-        if path.is_dir():
-            raise UsageError(f"--out {out}: is a directory; give a file name")
-        if not parent.is_dir():
-            raise UsageError(f"--out {out}: directory {parent} does not exist")
+        check_out_path(out)
     return resolved
 
 

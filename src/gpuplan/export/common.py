@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -22,6 +20,7 @@ from typing import Any
 import yaml
 
 from gpuplan.errors import UsageError
+from gpuplan.files import write_atomic  # noqa: F401  (re-exported by gpuplan.export)
 from gpuplan.planner.records import Plan, PlanResult
 
 TARGETS = ("skypilot", "dstack", "k8s")
@@ -470,32 +469,3 @@ def header(ctx: Context, tool: str, launch: str, notes: list[str]) -> str:
     lines += [f"NOTE: {n}" for n in notes]
     lines += [f"WARNING: {w}" for w in ctx.warnings]
     return "".join(f"# {line}\n" for line in lines)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Write via a temp file in the same directory and rename, so a reader never sees half a file."""
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"--out {path}: is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"--out {path}: directory {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise UsageError(f"--out {path}: cannot write ({e.strerror or e})") from None
-    return path

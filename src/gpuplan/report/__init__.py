@@ -10,8 +10,6 @@ that the planner did not.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,34 +77,10 @@ def resolve_format(fmt: str | None, out: str | None = None) -> str:
 
 
 def write_report(out: str, text: str) -> Path:
-    """Write atomically: a temp file in the target directory, then rename over the target.
+    """Write the report atomically (see gpuplan.files.write_atomic)."""
+    from gpuplan.files import write_atomic
 
-    A failure at any step leaves no file behind (neither the target nor the temp file)."""
-    path = Path(out)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UsageError(f"--out {out}: is a directory; give a file name")
-    if not parent.is_dir():
-        raise UsageError(f"--out {out}: directory {parent} does not exist")
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise UsageError(f"--out {out}: cannot write ({e.strerror or type(e).__name__})") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    return path
+    return write_atomic(out, text)
 
 
 # ---- collecting display values --------------------------------------------------------------
