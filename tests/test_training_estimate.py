@@ -167,3 +167,28 @@ def test_search_is_fast():
     t = time.perf_counter()
     estimate_training("llama-3.1-405b", WL_405B, "H100", 16384)
     assert time.perf_counter() - t < 0.5  # target 0.1 s; loose for a shared CI box
+
+
+def test_layout_search_cache_gives_the_same_grid_as_a_fresh_search():
+    """The planner's search cache ignores the token count (only the step count depends on it)."""
+    import numpy as np
+
+    from gpuplan.perf import training_estimate as te
+    from gpuplan.perf.workload import make_workload
+
+    def grid(tokens):
+        return te.estimate_training_grid("llama-3.1-8b", make_workload(tokens=tokens), ["H100-SXM", "A100-80GB-SXM"],
+                                         [8, 16, 64], gpus_per_node=8)
+
+    te._SEARCH_CACHE.clear()
+    warm_small, warm_big = grid(1e11), grid(3e11)  # the second reuses the first's search
+    assert len(te._SEARCH_CACHE) == 1
+    te._SEARCH_CACHE.clear()
+    fresh_big = grid(3e11)
+    np.testing.assert_allclose(warm_big.wall_hours, fresh_big.wall_hours)
+    np.testing.assert_allclose(warm_big.wall_hours, 3 * warm_small.wall_hours, rtol=1e-3)
+    te._SEARCH_CACHE.clear()
+    tiny = grid(2e6)  # fewer tokens than the default batch: the batch, and so the search, differ
+    assert len(te._SEARCH_CACHE) == 1 and tiny.fits.any()
+    grid(1e11)
+    assert len(te._SEARCH_CACHE) == 2

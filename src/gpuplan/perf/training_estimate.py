@@ -7,7 +7,9 @@ Every result carries the assumptions it used; all of them can be overridden.
 """
 from __future__ import annotations
 
+import collections
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,8 +232,7 @@ def estimate_training_grid(model, workload: TrainingWorkload, gpus, counts, inte
     for g in gpus:
         g.peak_tflops(workload.precision)  # raises a UsageError naming the GPU without that precision
     fixed = _fixed(shape, workload, gpn, **{k: layout.get(k) for k in LAYOUT_KEYS})
-    res = search_layouts(shape, workload, gpus, counts, gpn, inter, eff, fixed, attention, efficiency,
-                         grid_mode=len(counts) * len(gpus) > 1)
+    res = _grid_search(spec, shape, workload, gpus, counts, gpn, inter, eff, fixed, attention, efficiency)
     G, K = res.step_time_s.shape
     lay = res.layouts
     bi = np.where(res.best_index >= 0, res.best_index, 0)
@@ -251,6 +252,34 @@ def estimate_training_grid(model, workload: TrainingWorkload, gpus, counts, inte
                         step_time_s=res.step_time_s, tokens_per_s=tok_s, mfu=mfu, fits=res.fits,
                         memory_per_gpu_gb=mem_gb, goodput=gp, layout=layout_arrays,
                         flops=model_tok * workload.total_tokens)
+
+
+# Layout searches of recent planner calls. The search does not depend on how many tokens are
+# trained (only steps do), so re-planning the same model with another token count, budget or
+# deadline (the web page, a sweep) reuses it. Results are read-only by convention.
+_SEARCH_CACHE: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_SEARCH_CACHE_SIZE = 256
+_SEARCH_CACHE_LOCK = threading.Lock()
+
+
+def _grid_search(spec: ModelSpec, shape: ModelShape, workload: TrainingWorkload, gpus: list[Gpu], counts: np.ndarray,
+                 gpn: int, inter: np.ndarray, eff: TrainingEfficiency, fixed: LayoutFixed, attention: str,
+                 efficiency: float | None):
+    key = (spec.model_dump_json(), workload.model_dump_json(exclude={"tokens", "epochs", "dataset_tokens"}),
+           workload.batch, tuple(g.model_dump_json() for g in gpus), tuple(counts.tolist()), gpn,
+           tuple(inter.tolist()), repr(eff), repr(fixed), attention, efficiency)
+    with _SEARCH_CACHE_LOCK:
+        hit = _SEARCH_CACHE.get(key)
+        if hit is not None:
+            _SEARCH_CACHE.move_to_end(key)
+            return hit
+    res = search_layouts(shape, workload, gpus, counts, gpn, inter, eff, fixed, attention, efficiency,
+                         grid_mode=len(counts) * len(gpus) > 1)
+    with _SEARCH_CACHE_LOCK:
+        _SEARCH_CACHE[key] = res
+        while len(_SEARCH_CACHE) > _SEARCH_CACHE_SIZE:
+            _SEARCH_CACHE.popitem(last=False)
+    return res
 
 
 def _choose_count(grid: TrainingGrid, deadline_h: float) -> tuple[int, str]:
