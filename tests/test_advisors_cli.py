@@ -133,8 +133,9 @@ def test_breakeven_compares_five_apis(cli):
         assert k in d
     assert len(d["comparisons"]) >= 5
     assert sum(c["same_model"] for c in d["comparisons"]) == 3  # Together, DeepInfra, Groq serve Llama-3.3-70B
-    assert d["self_host_usd_per_month"] == pytest.approx(
-        d["self_host"]["gpus_per_replica"] * d["self_host"]["replicas"] * 2 * 730)
+    host = d["self_host"]
+    assert host["replicas"] == host["serving_replicas"] + 1  # N+1 by default
+    assert d["self_host_usd_per_month"] == pytest.approx(host["gpus_per_replica"] * host["replicas"] * 2 * 730 + 8000)
     assert len(d["curve"]["tokens_per_month"]) == len(d["curve"]["self_host_usd_per_month"])
 
 
@@ -155,6 +156,176 @@ def test_breakeven_table_and_chart(cli):
 def test_breakeven_errors(cli, args, needle):
     code, _, err = cli(*args)
     assert code == 2 and needle in err and "Traceback" not in err
+
+
+BE70 = ("breakeven", "--model", "llama-3.3-70b", "--tokens-per-month", "10B")
+TOGETHER = "together/llama-3.3-70b-instruct-turbo"
+DEEPINFRA = "deepinfra/llama-3.3-70b-instruct-turbo"
+
+
+def _be(cli, *extra):
+    code, out, err = cli(*BE70, *extra, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _reliable_median(gpu_id: str):
+    """The default price worked out here from the catalog, independently of gpuplan.economics."""
+    import datetime as dt
+    import statistics
+
+    from gpuplan.catalog.catalog import Catalog
+
+    cat = Catalog.load()
+    rows = [o for o in cat.all_offers if o.gpu == gpu_id and o.pricing == "on_demand"
+            and cat.providers[o.provider].kind in ("hyperscaler", "neocloud")]
+    fresh = [o for o in rows if (dt.date.today() - o.as_of).days <= 180] or rows
+    by_provider: dict[str, list[float]] = {}
+    for o in fresh:
+        by_provider.setdefault(o.provider, []).append(o.price_per_gpu_hour_usd)
+    cheapest_any = min(o.price_per_gpu_hour_usd for o in cat.all_offers
+                       if o.gpu == gpu_id and o.pricing == "on_demand")
+    return (statistics.median(statistics.median(v) for v in by_provider.values()), sorted(by_provider), len(fresh),
+            cheapest_any)
+
+
+def test_breakeven_default_price_is_the_reliable_on_demand_median(cli):
+    d = _be(cli)
+    median, providers, n, cheapest = _reliable_median("H100-SXM")
+    assert d["price_per_gpu_hour_usd"] == pytest.approx(median)
+    assert d["price_per_gpu_hour_usd"] > cheapest  # not the cheapest (marketplace) listing
+    assert sorted(d["price_basis"]["providers"]) == providers and d["price_basis"]["offers"] == n
+    assert set(d["price_basis"]["provider_kinds"]) <= {"hyperscaler", "neocloud"}
+    assert f"{n} offers" in d["price_source"] and all(p in d["price_source"] for p in providers)
+
+
+def test_breakeven_defaults_are_in_the_json_assumptions(cli):
+    d = _be(cli)
+    a = d["assumptions"]
+    assert a["peak_factor"] == 2.0 and "2x" in a["peak_factor_reason"]
+    assert a["eng_usd_per_month"] == 8000 and "FTE" in a["eng_usd_per_month_reason"]
+    assert a["max_tpot_ms"] == 50 and a["max_ttft_ms"] == 2000 and a["latency_target"] == "default"
+    assert a["capacity_max_tpot_ms"] == 50 and a["capacity_peak_factor"] == 2.0  # passed on to plan_capacity
+    assert a["redundancy"] == "N+1" and a["spare_replicas"] == 1 and "spare" in a["redundancy_reason"]
+    assert "median" in a["price_source"]
+    assert [x["name"] for x in d["defaults"]] == ["GPU price", "peak factor", "operations", "latency target",
+                                                  "redundancy"]
+    assert not any(x["given"] for x in d["defaults"])
+    host = d["self_host"]
+    assert host["replicas"] >= 2 and host["spare_replicas"] == 1 and host["tpot_ms"] <= 50 + 1e-6
+
+
+def test_breakeven_70b_at_10b_api_wins_and_reviewer_case_reproduces(cli):
+    """Review scenario 11: with realistic inputs the API is cheaper at 10B tokens/month."""
+    d = _be(cli)
+    rows = {c["api"]: c for c in d["comparisons"]}
+    assert rows[TOGETHER]["cheaper"] == "api" and rows[DEEPINFRA]["cheaper"] == "api"
+    assert d["self_host_usd_per_month"] > 2 * rows[TOGETHER]["api_usd_per_month"]
+    # the reviewer's inputs: $2.50/GPU-h, $8k ops, TPOT 50 ms, flat traffic, no spare -> $22,600 and ~225B
+    r = _be(cli, "--price-per-gpu-hour", "2.5", "--eng-usd-per-month", "8000", "--max-tpot-ms", "50",
+            "--peak-factor", "1", "--no-redundancy")
+    rows = {c["api"]: c for c in r["comparisons"]}
+    assert r["self_host_usd_per_month"] == pytest.approx(22600)
+    assert 100e9 < rows[TOGETHER]["breakeven_tokens_per_month"] < 300e9
+    assert rows[DEEPINFRA]["breakeven_tokens_per_month"] is None
+    # the sensitivity table relaxes one default at a time; all of them together give the old verdict
+    sens = {s["change"]: s for s in d["sensitivity"]}
+    assert sens["as assumed"]["self_host_usd_per_month"] == pytest.approx(d["self_host_usd_per_month"])
+    old = sens["all of the above"]
+    assert old["cheaper"][TOGETHER] == "self-host" and old["replicas"] == 1 and old["price_per_gpu_hour_usd"] < 1.5
+
+
+@pytest.mark.parametrize("flag,value,key,direction", [
+    ("--price-per-gpu-hour", "1.5", "self_host_usd_per_month", "down"),
+    ("--price-per-gpu-hour", "8", "self_host_usd_per_month", "up"),
+    ("--peak-factor", "1", "self_host_usd_per_month", "down"),
+    ("--peak-factor", "4", "self_host_usd_per_month", "up"),
+    ("--eng-usd-per-month", "0", "self_host_usd_per_month", "down"),
+    ("--eng-usd-per-month", "30000", "self_host_usd_per_month", "up"),
+    ("--max-tpot-ms", "100", "capacity", "up"),
+    ("--max-tpot-ms", "30", "capacity", "down"),
+    ("--max-ttft-ms", "100", "capacity", "down"),
+    ("--offline", None, "capacity", "up"),
+    ("--no-redundancy", None, "self_host_usd_per_month", "down"),
+])
+def test_breakeven_each_override_moves_the_result(cli, flag, value, key, direction):
+    base = _be(cli, "--price-per-gpu-hour", "3")
+    extra = (flag,) if value is None else (flag, value)
+    if flag != "--price-per-gpu-hour":
+        extra = ("--price-per-gpu-hour", "3", *extra)
+    d = _be(cli, *extra)
+
+    def get(x):
+        host = x["self_host"]  # capacity per GPU: a target can change the replica size
+        return host["capacity_tokens_per_month_per_replica"] / host["gpus_per_replica"] if key == "capacity" else x[key]
+
+    assert (get(d) > get(base)) if direction == "up" else (get(d) < get(base)), (flag, value, get(base), get(d))
+    given = {"--price-per-gpu-hour": "GPU price", "--peak-factor": "peak factor", "--eng-usd-per-month": "operations",
+             "--max-tpot-ms": "latency target", "--max-ttft-ms": "latency target", "--offline": "latency target",
+             "--no-redundancy": "redundancy"}[flag]
+    assert next(x for x in d["defaults"] if x["name"] == given)["given"]
+
+
+def test_breakeven_override_values_land_where_they_should(cli):
+    d = _be(cli, "--price-per-gpu-hour", "3", "--peak-factor", "1.5", "--eng-usd-per-month", "0", "--no-redundancy",
+            "--offline")
+    a, host = d["assumptions"], d["self_host"]
+    assert d["price_source"] == "given" and a["peak_factor"] == 1.5 and a["eng_usd_per_month"] == 0
+    assert a["max_tpot_ms"] is None and a["max_ttft_ms"] is None and a["offline"] and a["redundancy"] == "none"
+    assert host["spare_replicas"] == 0
+    assert d["self_host_usd_per_month"] == pytest.approx(host["replicas"] * host["gpus_per_replica"] * 3 * 730)
+    tpot = _be(cli, "--max-tpot-ms", "80")["assumptions"]
+    assert tpot["max_tpot_ms"] == 80 and tpot["max_ttft_ms"] == 2000 and tpot["latency_target"] == "given, rest default"
+
+
+def test_breakeven_table_states_every_default_and_its_flag(cli):
+    code, out, err = cli(*BE70)
+    assert code == 0, err
+    for needle in ("median on-demand price", "--price-per-gpu-hour", "peak factor: 2x", "--peak-factor",
+                   "$8,000/month", "--eng-usd-per-month", "TPOT <= 50 ms, TTFT <= 2000 ms", "--offline",
+                   "N+1", "--no-redundancy", "sensitivity", "break-even vs together", "never"):
+        assert needle in out, needle
+
+
+def test_breakeven_db_option_picks_the_catalog(cli, monkeypatch, tmp_path):
+    """--db reaches Catalog.load, and the price comes from the catalog the CLI loaded."""
+    import datetime as dt
+
+    from gpuplan.catalog.bundled import load_bundled_providers
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.catalog.gpus import all_gpus
+    from gpuplan.catalog.records import Offer
+
+    seen = []
+
+    def fake_load(cls, db=None, use_store=True):
+        seen.append(db)
+        o = Offer(provider="nebius", instance_type="x", gpu="H100-SXM", gpus_per_node=1, pricing="on_demand",
+                  price_per_hour_usd=2.75, price_per_gpu_hour_usd=2.75, as_of=dt.date.today(), source="test",
+                  confidence="primary")
+        return cls(all_gpus(), load_bundled_providers(), [o], origin="fake")
+
+    monkeypatch.setattr(Catalog, "load", classmethod(fake_load))
+    d = _be(cli, "--db", str(tmp_path / "c.db"))
+    assert seen == [str(tmp_path / "c.db")] and d["price_per_gpu_hour_usd"] == 2.75 and "fake" in d["price_source"]
+
+
+@pytest.mark.parametrize("flag,value", [
+    (flag, value) for flag in ("--price-per-gpu-hour", "--peak-factor", "--max-tpot-ms", "--max-ttft-ms",
+                               "--target-utilization")
+    for value in ("0", "-1", "nan", "inf", "1e12")
+] + [("--eng-usd-per-month", v) for v in ("-1", "nan", "inf", "1e12")] + [("--peak-factor", "0.5")])
+def test_breakeven_bad_values_one_line_exit_2(cli, flag, value):
+    code, out, err = cli(*BE70, flag, value)
+    assert code == 2, (flag, value, out, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and err.startswith("error:"), err
+
+
+def test_breakeven_offline_conflicts_with_a_target(cli):
+    code, _, err = cli(*BE70, "--offline", "--max-tpot-ms", "50")
+    assert code == 2 and "offline" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli(*BE70, "--max-tpot-ms", "0.001")  # unreachable, not malformed
+    assert code != 0 and "cannot be served" in err and "TPOT <= 0.001 ms" in err and "Traceback" not in err
 
 
 @pytest.mark.skipif(shutil.which("gpuplan") is None, reason="console script not installed")

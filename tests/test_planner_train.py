@@ -36,8 +36,10 @@ def test_main_job_ranks_offers_from_at_least_eight_providers(baseline):
 
 def test_plans_are_ranked_by_expected_job_cost_not_hourly_price(baseline):
     in_time = [p for p in baseline.plans if p.wall_hours <= 30 * 24]
-    costs = [p.cost_usd for p in in_time]
+    # Ranked by the 75th percentile of each plan's cost band; expected cost is shown beside it.
+    costs = [p.rank_cost_usd for p in in_time]
     assert costs == sorted(costs)
+    assert all(p.cost_p10_usd <= p.cost_usd <= p.cost_p90_usd for p in baseline.plans)
     hourly = [p.offer.price_per_gpu_hour_usd for p in in_time]
     assert hourly != sorted(hourly), "job cost and hourly price order should differ somewhere"
     assert [p.rank for p in baseline.plans] == list(range(1, len(baseline.plans) + 1))
@@ -77,7 +79,8 @@ def test_spot_plans_state_checkpoint_interval_and_lose_time(baseline):
 def test_multi_node_training_avoids_decentralized_unless_asked(catalog, baseline):
     loose = [p for p in baseline.plans if p.nodes > 1 and p.provider_kind in ("decentralized", "marketplace")]
     assert loose == []
-    allowed = plan_training(_req(allow_decentralized=True), catalog)
+    # Marketplace hosts are not cluster products either: both permissions are needed to join them.
+    allowed = plan_training(_req(allow_decentralized=True, allow_unclustered=True, max_wall_hours=3650 * 24), catalog)
     assert any(p.provider_kind in ("decentralized", "marketplace") for p in allowed.plans)
 
 
@@ -164,3 +167,52 @@ def test_a_preemption_notice_long_enough_to_checkpoint_removes_rework():
     assert (aws["tau_h"] > unknown["tau_h"]).all(), "only hardware failures set the interval once saves are announced"
     on_demand = failure_arrays(nodes, 8, "hyperscaler", "on_demand", size, "")
     assert not on_demand["saves_on_notice"].any()
+
+
+def test_estimate_and_plan_search_the_same_layouts(catalog):
+    """`estimate train` and `plan train` agree for the same GPU, count and fabric, and every layout
+    keeps the stated memory headroom."""
+    from gpuplan.perf.layout_search import MEMORY_HEADROOM
+    from gpuplan.perf.training_estimate import estimate_training
+    from gpuplan.planner.train_plan import _workload
+
+    req = TrainPlanRequest(model="llama-3.1-8b", tokens=1e12, limit=25)
+    res = plan_training(req, catalog)
+    model = req.resolve_model()
+    assert res.plans
+    for p in res.plans:
+        e = estimate_training(model, _workload(req, model), p.gpu, p.gpus, gpus_per_node=int(p.gpus_per_node),
+                              inter_node_gbps_per_gpu=p.assumptions["fabric_gbps_per_gpu"], n_runners_up=0)
+        assert e.step_time_s == pytest.approx(p.assumptions["step_time_s"], rel=1e-9), (p.provider, p.gpu, p.gpus)
+        assert (e.layout.tp, e.layout.pp, e.layout.dp, e.layout.micro_batch) == \
+            (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.micro_batch)
+        assert p.assumptions["memory_per_gpu_gb"] <= catalog.gpus[p.gpu].memory_gb * (1 - MEMORY_HEADROOM) + 1e-9
+
+
+def test_global_batch_grows_with_model_size():
+    from gpuplan.perf.workload import default_pretrain_batch_tokens
+
+    assert default_pretrain_batch_tokens(8e9) == pytest.approx(4_194_304)
+    assert 14e6 <= default_pretrain_batch_tokens(405e9) <= 16.8e6  # Llama 3.1 405B: 16M
+    assert default_pretrain_batch_tokens(125e6) == 1_048_576  # floor
+    sizes = [default_pretrain_batch_tokens(n) for n in (1e9, 8e9, 70e9, 405e9)]
+    assert sizes == sorted(sizes)
+
+
+def test_a_given_batch_is_rounded_not_refused(catalog):
+    # 1000 sequences do not divide by most data-parallel sizes: rounded up with a note, not refused.
+    req = TrainPlanRequest(model="llama-3.1-8b", tokens=1e11, global_batch=1000, limit=5)
+    res = plan_training(req, catalog)
+    assert res.plans
+    assert all(p.layout.dp * (p.layout.micro_batch or 1) > 0 for p in res.plans)
+
+
+def test_v100_trains_in_fp16_without_flash_attention(catalog):
+    from gpuplan.perf.training_estimate import estimate_training
+    from gpuplan.perf.workload import pretraining
+
+    e = estimate_training("llama-3.1-8b", pretraining(1e10), "V100-SXM2-32GB", 64, n_runners_up=0)
+    assert e.precision == "fp16" and e.assumptions["flash_attention"] is False
+    assert any("no bf16" in n for n in e.notes) and any("FlashAttention" in n for n in e.notes)
+    with pytest.raises(Exception, match="no fp8"):
+        estimate_training("llama-3.1-8b", pretraining(1e10, precision="fp8"), "V100-SXM2-32GB", 64)

@@ -179,18 +179,19 @@ def test_migration_hook_runs_pending_steps(tmp_path, monkeypatch):
     path = tmp_path / "s.db"
     Store(path, seed=lambda: SEED).close()
     ran = []
+    nxt = st.SCHEMA_VERSION + 1
 
-    def m2(conn):
-        ran.append(2)
+    def m_next(conn):
+        ran.append(nxt)
         conn.execute("ALTER TABLE offers ADD COLUMN zone TEXT")
-    monkeypatch.setattr(st, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(st.MIGRATIONS, 2, m2)
+    monkeypatch.setattr(st, "SCHEMA_VERSION", nxt)
+    monkeypatch.setitem(st.MIGRATIONS, nxt, m_next)
     with Store(path, seed=lambda: SEED) as s:
-        assert ran == [2]
-        assert s.conn.execute("SELECT version FROM schema_version").fetchone()[0] == 2
+        assert ran == [nxt]
+        assert s.conn.execute("SELECT version FROM schema_version").fetchone()[0] == nxt
         assert len(s.current_offers()) == 3  # data survived the migration
     with Store(path, seed=lambda: SEED):
-        assert ran == [2]  # not run twice
+        assert ran == [nxt]  # not run twice
 
 
 def test_not_a_store_file(tmp_path):

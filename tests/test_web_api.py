@@ -269,7 +269,7 @@ def test_breakeven(client):
     res = r.json()
     assert res["model"] == "llama-3.1-8b" and res["tokens_per_month"] == 1e9
     assert res["self_host_usd_per_month"] > 0 and res["api_usd_per_month"] > 0
-    assert res["price_source"].startswith("cheapest of")
+    assert res["price_source"].startswith("median of")
     r = client.post("/api/breakeven", json={"model": "llama-3.1-8b", "tokens_per_month": 1e9, "price_per_gpu_hour": 2.5})
     assert r.json()["price_per_gpu_hour_usd"] == 2.5 and r.json()["price_source"] == "given"
 

@@ -10,7 +10,8 @@ from importlib import resources
 from gpuplan.catalog.records import Offer, Provider
 from gpuplan.errors import GpuplanError
 
-OFFER_FLOAT_FIELDS = ("gpus_per_node", "price_per_hour_usd", "price_per_gpu_hour_usd", "vcpus", "ram_gb", "commitment_term_h")
+OFFER_FLOAT_FIELDS = ("gpus_per_node", "price_per_hour_usd", "price_per_gpu_hour_usd", "vcpus", "ram_gb", "commitment_term_h",
+                      "fabric_gbps_per_node")
 
 
 def _open(filename: str):
@@ -24,6 +25,10 @@ def offer_from_row(row: dict[str, str]) -> Offer:
         if data.get(k) is not None:
             data[k] = float(data[k])
     data["as_of"] = dt.date.fromisoformat(data["as_of"])
+    if data.get("max_nodes") is not None:
+        data["max_nodes"] = int(float(data["max_nodes"]))
+    if data.get("cluster") is not None:
+        data["cluster"] = str(data["cluster"]).strip().lower() in ("yes", "true", "1")
     for k in ("region", "as_of_note"):
         data[k] = data.get(k) or ""
     return Offer(**data)

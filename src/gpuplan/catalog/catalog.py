@@ -40,9 +40,11 @@ class Catalog:
     """GPUs, providers and offers; `origin` says where the offers came from."""
 
     def __init__(self, gpus: dict[str, Gpu], providers: dict[str, Provider], offers: Iterable[Offer], origin: str):
+        from gpuplan.catalog.deployability import with_deployability
+
         self.gpus = gpus
         self.providers = providers
-        self._offers = tuple(offers)
+        self._offers = tuple(with_deployability(o) for o in offers)
         self.origin = origin
 
     @classmethod
@@ -80,6 +82,15 @@ class Catalog:
 
     def provider(self, name: str) -> Provider:
         return self.providers[self.provider_id(name)]
+
+    def provider_record(self, provider_id: str) -> Provider:
+        """The provider of an offer; one known only from the user's imports (a private cluster) gets
+        a record whose attributes are all unknown."""
+        p = self.providers.get(provider_id)
+        if p is not None:
+            return p
+        return Provider(id=provider_id, name=provider_id, kind="neocloud", kind_unverified=True,
+                        notes="imported by the user: attributes unknown", source="user import")
 
     def gpu_ids_matching(self, name: str) -> set[str]:
         """Every GPU id a user's name means: 'H100' is all H100 variants, 'H100-PCIe' one."""

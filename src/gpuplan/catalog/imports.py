@@ -156,10 +156,36 @@ def parse_offer_row(row: dict[str, Any], default_source: str) -> Offer:
             commitment_term_h=_number("commitment_term_h", row.get("commitment_term_h"), required=False,
                                       positive=True, upper=24 * 366 * 10),
             as_of=as_of, as_of_note=note, source=_text("source", row.get("source")) or default_source,
-            confidence="user",
+            confidence="user", cluster=_yes_no("cluster", row.get("cluster")),
+            fabric_gbps_per_node=_number("fabric_gbps_per_node", row.get("fabric_gbps_per_node"), required=False,
+                                         positive=True, upper=1e6),
+            max_nodes=_whole("max_nodes", row.get("max_nodes")),
         )
     except ValueError as e:  # pydantic's ValidationError is a ValueError
         raise _CellError("row", str(e).splitlines()[0][:120]) from None
+
+
+def _yes_no(col: str, v: Any) -> bool | None:
+    """yes/no/true/false/1/0 (a YAML boolean too); empty = unknown."""
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if isinstance(v, bool):
+        return v
+    t = str(v).strip().lower()
+    if t in ("yes", "true", "1", "y"):
+        return True
+    if t in ("no", "false", "0", "n"):
+        return False
+    raise _CellError(col, f"{t[:20]!r} is not yes or no")
+
+
+def _whole(col: str, v: Any) -> int | None:
+    x = _number(col, v, required=False, positive=True, upper=1e6)
+    if x is None:
+        return None
+    if x != int(x):
+        raise _CellError(col, f"{x:g} is not a whole number")
+    return int(x)
 
 
 def _read_text(path: pathlib.Path) -> str:

@@ -160,6 +160,11 @@ class Offer(BaseModel):
     as_of_note: str = ""
     source: str
     confidence: Confidence
+    # Deployability (None = unknown, never guessed): can several nodes be rented as one cluster on a
+    # GPU fabric, that fabric's bandwidth per node, and the most nodes one can rent together.
+    cluster: bool | None = None
+    fabric_gbps_per_node: float | None = Field(default=None, gt=0)
+    max_nodes: int | None = Field(default=None, ge=1)
 
     @field_validator("price_per_hour_usd", "price_per_gpu_hour_usd", "gpus_per_node")
     @classmethod

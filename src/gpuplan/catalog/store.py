@@ -26,7 +26,7 @@ from typing import Any
 from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, STALE_AFTER_DAYS, Offer
 from gpuplan.errors import GpuplanError, UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUNDLED = "bundled"
 USER_PREFIX = "user:"
 BUSY_TIMEOUT_S = 15.0
@@ -97,8 +97,15 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(stmt)
 
 
+def _migration_2(conn: sqlite3.Connection) -> None:
+    """Deployability columns: cluster product, fabric bandwidth per node, most nodes together."""
+    conn.execute("ALTER TABLE offers ADD COLUMN cluster INTEGER")
+    conn.execute("ALTER TABLE offers ADD COLUMN fabric_gbps_per_node REAL")
+    conn.execute("ALTER TABLE offers ADD COLUMN max_nodes INTEGER")
+
+
 # version -> migration that brings the schema from version-1 to version. Append, never edit.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1, 2: _migration_2}
 
 
 @dataclass
@@ -136,7 +143,8 @@ def _now_iso() -> str:
 def _offer_tuple(o: Offer, snapshot_id: int) -> tuple:
     return (snapshot_id, o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, o.pricing,
             o.price_per_hour_usd, o.price_per_gpu_hour_usd, o.vcpus, o.ram_gb, o.interconnect,
-            o.commitment_term_h, o.as_of.isoformat(), o.as_of_note, o.source, o.confidence)
+            o.commitment_term_h, o.as_of.isoformat(), o.as_of_note, o.source, o.confidence,
+            None if o.cluster is None else int(o.cluster), o.fabric_gbps_per_node, o.max_nodes)
 
 
 def _row_offer(row: tuple) -> Offer:
@@ -144,6 +152,8 @@ def _row_offer(row: tuple) -> Offer:
     constructing without re-validation keeps reads fast."""
     d = dict(zip(OFFER_COLUMNS, row))
     d["as_of"] = dt.date.fromisoformat(d["as_of"])
+    if d.get("cluster") is not None:
+        d["cluster"] = bool(d["cluster"])
     return Offer.model_construct(**d)
 
 

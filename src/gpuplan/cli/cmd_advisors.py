@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import app
-from gpuplan.cli.options import CsvOpt, JsonOpt
+from gpuplan.cli.options import CsvOpt, DbOpt, JsonOpt
 
 LawsOpt = Annotated[Optional[str], typer.Option("--laws", help="Scaling-law constants: epoch (default for --compute), sardana (default for --quality-of/--loss), hoffmann, hoffmann-rounded.")]
 
@@ -289,29 +289,40 @@ def thresholds_command(
 @app.command("breakeven")
 def breakeven_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Preset id (e.g. llama-3.3-70b) or a config.json path.")],
-    tokens_per_month: Annotated[str, typer.Option("--tokens-per-month", help="Input + output tokens per month (e.g. 5B).")],
+    tokens_per_month: Annotated[str, typer.Option("--tokens-per-month", help="Input + output tokens per month (e.g. 5B), the monthly average.")],
     input_share: Annotated[float, typer.Option("--input-share", help="Share of tokens that are input (prompt).")] = 0.5,
     api: Annotated[Optional[list[str]], typer.Option("--api", help="API to compare (repeatable), e.g. together/llama-3.3-70b-instruct-turbo; default: every API serving the model, plus the nearest open models up to 5.")] = None,
     gpu: Annotated[str, typer.Option("--gpu", help="GPU type to self-host on.")] = "H100-SXM",
-    price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="$ per GPU-hour (default: cheapest on-demand in the catalog).")] = None,
+    price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="$ per GPU-hour (default: median on-demand price of hyperscaler/neocloud offers in the catalog, one vote per provider).")] = None,
+    peak_factor: Annotated[Optional[float], typer.Option("--peak-factor", help="Peak traffic over the monthly average; replicas are sized to the peak (default 2.0: interactive traffic peaks ~2x its daily mean; 1 = flat).")] = None,
+    eng_usd_per_month: Annotated[Optional[float], typer.Option("--eng-usd-per-month", help="Engineering/operations cost of self-hosting, $/month (default 8000: ~0.4 FTE at a loaded $240k/yr; 0 allowed).")] = None,
+    max_tpot_ms: Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms (default 50 for interactive serving).")] = None,
+    max_ttft_ms: Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms (default 2000 for interactive serving).")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="No latency target: capacity at max throughput (batch work; add --peak-factor 1 / --no-redundancy if the traffic is flat and can wait).")] = False,
+    no_redundancy: Annotated[bool, typer.Option("--no-redundancy", help="No spare replica (default: N+1, so at least 2 replicas).")] = False,
     output_len: Annotated[int, typer.Option("--output-len", help="Output tokens per request (input length follows from --input-share).")] = 1000,
     precision: Annotated[str, typer.Option("--precision", help="Weights: bf16, fp8, int4 ...")] = "bf16",
     engine: Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")] = "vllm",
-    max_ttft_ms: Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms.")] = None,
-    max_tpot_ms: Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms.")] = None,
-    target_utilization: Annotated[float, typer.Option("--target-utilization", help="Load each replica to at most this share of capacity.")] = 0.8,
-    eng_usd_per_month: Annotated[float, typer.Option("--eng-usd-per-month", help="Engineering/ops overhead of self-hosting, $/month.")] = 0.0,
+    target_utilization: Annotated[float, typer.Option("--target-utilization", help="Load each replica to at most this share of its capacity at the peak.")] = 0.8,
+    db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Self-host vs API: monthly cost, break-even volume and utilisation, cost-vs-volume chart."""
+    """Self-host vs API: monthly cost, break-even volume and utilisation, cost-vs-volume chart.
+
+    Defaults are those of production interactive serving, each printed with its reason and
+    overridable: a reliable on-demand GPU price, peak factor 2, $8,000/month operations,
+    TPOT <= 50 ms and TTFT <= 2 s, and N+1 replicas.
+    """
+    from gpuplan.catalog.catalog import Catalog
     from gpuplan.economics.self_host import compare_self_host_to_apis
     from gpuplan.units import parse_quantity
 
     out = compare_self_host_to_apis(
         model, parse_quantity(tokens_per_month, "--tokens-per-month"), input_share=input_share, api=api, gpu=gpu,
         price_per_gpu_hour=price_per_gpu_hour, output_len=output_len, precision=precision, engine=engine,
-        max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, target_utilization=target_utilization,
-        eng_usd_per_month=eng_usd_per_month)
+        max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, offline=offline, target_utilization=target_utilization,
+        eng_usd_per_month=eng_usd_per_month, peak_factor=peak_factor, redundancy=not no_redundancy,
+        catalog=Catalog.load(db))
     if as_json:
         from gpuplan.cli.output import print_json
 
@@ -320,26 +331,71 @@ def breakeven_command(
     from gpuplan.cli.output import fmt_usd, print_table
 
     host = out["self_host"]
-    typer.echo(f"self-host {out['model']} on {out['gpu']}: {host['gpus_per_replica']} GPU(s) per replica at "
-               f"${out['price_per_gpu_hour_usd']:.2f}/GPU-h ({out['price_source']}) = "
-               f"${host['unit_usd_per_month']:,.0f}/month per replica, "
+    spare = f" + {host['spare_replicas']} spare" if host["spare_replicas"] else ""
+    typer.echo(f"self-host {out['model']} on {out['gpu']}: {host['serving_replicas']} replica(s){spare} of "
+               f"{host['gpus_per_replica']} GPU(s) at ${out['price_per_gpu_hour_usd']:.2f}/GPU-h = "
+               f"${host['unit_usd_per_month']:,.0f}/month per replica + ${host['eng_usd_per_month']:,.0f}/month "
+               f"operations = ${out['self_host_usd_per_month']:,.0f}/month; one replica serves "
                f"{_human(host['capacity_tokens_per_month_per_replica'])} tokens/month at 100 % "
-               f"(${host['usd_per_mtok_at_full']:.3f}/M tokens)")
-    print_table(out["comparisons"], [
+               f"(${host['usd_per_mtok_at_full']:.3f}/M tokens), {_human(host['average_capacity_tokens_per_month_per_replica'])} "
+               f"on average when sized to the peak")
+    typer.echo("assumptions (defaults unless given; override with the flag shown):")
+    for d in out["defaults"]:
+        typer.echo(f"  {d['name']}: {_default_value(d, host)} [{d['flag']}]; {d['reason']}")
+    if out.get("price_basis"):
+        typer.echo(f"  GPU price basis: {out['price_source']}")
+    rows = [{**c, "breakeven_utilisation": None if c["breakeven_tokens_per_month"] is None else c["breakeven_utilisation"]}
+            for c in out["comparisons"]]
+    print_table(rows, [
         ("api", "API"), ("same_model", "same model"), ("api_usd_per_mtok", "$/M blended"),
         ("api_usd_per_month", "API $/month"), ("self_host_usd_per_month", "self-host $/month"),
         ("cheaper", "cheaper"), ("breakeven_tokens_per_month", "break-even tok/month"),
         ("breakeven_utilisation", "break-even util"), ("price_age_days", "price age (d)")],
         title=f"{_human(out['tokens_per_month'])} tokens/month, {out['input_share']:.0%} input",
         formatters={"api_usd_per_mtok": lambda v: f"${v:.3f}", "api_usd_per_month": fmt_usd,
-                    "self_host_usd_per_month": fmt_usd, "breakeven_tokens_per_month": _human,
-                    "breakeven_utilisation": lambda v: f"{v:.0%}" if v <= 1 else f"{v:.0%} (never)"})
+                    "self_host_usd_per_month": fmt_usd,
+                    "breakeven_tokens_per_month": lambda v: "never" if v is None else _human(v),
+                    "breakeven_utilisation": lambda v: "-" if v is None else f"{v:.0%}"})
+    if out.get("sensitivity"):
+        apis = list(out["sensitivity"][0]["breakeven_tokens_per_month"])
+        srows = [{"change": r["change"], "gpus": f"{r['replicas']}x{r['gpus_per_replica']}",
+                  "self_host_usd_per_month": r["self_host_usd_per_month"],
+                  **{f"be{i}": r["breakeven_tokens_per_month"][a] for i, a in enumerate(apis)}}
+                 for r in out["sensitivity"]]
+        be_fmt = lambda v: "never" if v is None else _human(v)  # noqa: E731
+        print_table(srows, [("change", "assumption relaxed"), ("gpus", "replicas x GPUs"),
+                            ("self_host_usd_per_month", "self-host $/month"),
+                            *[(f"be{i}", f"break-even vs {a.split('/')[0]}") for i, a in enumerate(apis)]],
+                    title="sensitivity: break-even tokens/month with each assumption relaxed",
+                    formatters={"self_host_usd_per_month": fmt_usd, **{f"be{i}": be_fmt for i in range(len(apis))}})
     curve = out["curve"]
     series = {"self-host": curve["self_host_usd_per_month"]}
     series.update(dict(list(curve["api_usd_per_month"].items())[:6]))
     typer.echo(ascii_chart(curve["tokens_per_month"], series, mark_x=out["tokens_per_month"]))
     for c in out["caveats"]:
         typer.echo(f"note: {c}")
+
+
+def _default_value(d: dict, host: dict) -> str:
+    """One assumption's value as the breakeven table prints it."""
+    if d["name"] == "GPU price":
+        return f"${d['value']:.2f}/GPU-h"
+    if d["name"] == "peak factor":
+        return f"{d['value']:g}x"
+    if d["name"] == "operations":
+        return f"${d['value']:,.0f}/month"
+    if d["name"] == "latency target":
+        v = d["value"]
+        if v["max_tpot_ms"] is None and v["max_ttft_ms"] is None:
+            return "none (max throughput)"
+        parts = [f"TPOT <= {v['max_tpot_ms']:g} ms" if v["max_tpot_ms"] is not None else None,
+                 f"TTFT <= {v['max_ttft_ms']:g} ms" if v["max_ttft_ms"] is not None else None]
+        at = (f" (replica runs at TPOT {host['tpot_ms']:.0f} ms, TTFT {host['ttft_ms']:.0f} ms)"
+              if host.get("tpot_ms") is not None and host.get("ttft_ms") is not None else "")
+        return ", ".join(p for p in parts if p) + at
+    if d["name"] == "redundancy":
+        return f"{d['value']} ({host['spare_replicas']} spare replica)" if host["spare_replicas"] else "none"
+    return str(d["value"])
 
 
 def ascii_chart(xs: list[float], series: dict[str, list[float]], width: int = 64, height: int = 16,

@@ -23,7 +23,12 @@ GlobalBatchOpt = Annotated[Optional[int], typer.Option("--global-batch", help="G
 GoodputOpt = Annotated[Optional[float], typer.Option("--goodput", help="Override the non-failure goodput (evaluation, stalls).")]
 DatasetGbOpt = Annotated[float, typer.Option("--dataset-gb", help="Training data stored next to the run, GB.")]
 
-ServePrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 or fp4.")]
+ServePrecisionOpt = Annotated[Optional[str], typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 or fp4 (default: the model's native precision).")]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="No latency target (batch work): the max-throughput point.")]
+NoRedundancyOpt = Annotated[bool, typer.Option("--no-redundancy", help="No spare replica (default N+1 on another node).")]
+MaxWallOpt = Annotated[Optional[str], typer.Option("--max-wall", help="Hard cap on wall time (default 90d).")]
+AllowUnclusteredOpt = Annotated[bool, typer.Option("--allow-unclustered", help="Join VMs not sold as a cluster for multi-node training, over their own (slow or unknown) network.")]
+AllRowsOpt = Annotated[bool, typer.Option("--all-rows", help="Every offer's row; default one row per distinct choice.")]
 KvPrecisionOpt = Annotated[Optional[str], typer.Option("--kv-precision", help="KV cache: bf16, fp8, int8, fp4.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")]
 InputLenOpt = Annotated[int, typer.Option("--input-len", help="Prompt tokens per request.")]
@@ -38,7 +43,7 @@ UsersOpt = Annotated[Optional[str], typer.Option("--users", help="Where users ar
 
 
 def _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank, precision,
-                   seq_len, global_batch, goodput, dataset_gb, constraints, limit):
+                   seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows=False):
     from gpuplan.errors import UsageError
     from gpuplan.planner.requests import TrainPlanRequest
     from gpuplan.units import parse_quantity
@@ -51,13 +56,13 @@ def _train_request(model, params, active_params, tokens, epochs, dataset_tokens,
         tokens=parse_quantity(tokens, "--tokens") if tokens else None, epochs=epochs,
         dataset_tokens=parse_quantity(dataset_tokens, "--dataset-tokens") if dataset_tokens else None,
         method=method, lora_rank=lora_rank, precision=precision, seq_len=seq_len, global_batch=global_batch,
-        goodput=goodput, dataset_gb=dataset_gb, constraints=constraints, limit=limit,
+        goodput=goodput, dataset_gb=dataset_gb, constraints=constraints, limit=limit, all_rows=all_rows,
     ))
 
 
 def _serve_request(model, params, active_params, precision, kv_precision, engine, input_len, output_len,
                    requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
-                   constraints, limit):
+                   constraints, limit, offline=False, redundancy=True, all_rows=False):
     from gpuplan.planner.geography import parse_user_geographies
     from gpuplan.planner.requests import ServePlanRequest
     from gpuplan.units import parse_quantity
@@ -70,6 +75,7 @@ def _serve_request(model, params, active_params, precision, kv_precision, engine
         tokens_per_month=parse_quantity(tokens_per_month, "--tokens-per-month") if tokens_per_month else None,
         peak_factor=peak_factor, max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, horizon_months=months,
         users=parse_user_geographies(users) if users else None, constraints=constraints, limit=limit,
+        offline=offline, redundancy=redundancy, all_rows=all_rows,
     ))
 
 
@@ -84,17 +90,19 @@ def plan_train(
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
     max_price_age: MaxPriceAgeOpt = None, allow_decentralized: AllowDecentralizedOpt = False,
+    allow_unclustered: AllowUnclusteredOpt = False, max_wall: MaxWallOpt = None, all_rows: AllRowsOpt = False,
     limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Rank every training offer by expected total cost, with time, p90 and risk."""
+    """Rank every training offer by total cost, time and risk, with p10-p90 bands."""
     from gpuplan.catalog.catalog import Catalog
     from gpuplan.cli.render_plans import render_plan_result
     from gpuplan.planner import plan_training
 
     constraints = constraints_from_options(budget, deadline, providers, exclude, kinds, regions, gpu, max_gpus,
-                                           no_spot, min_confidence, max_price_age, allow_decentralized)
+                                           no_spot, min_confidence, max_price_age, allow_decentralized,
+                                           allow_unclustered=allow_unclustered, max_wall=max_wall)
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
-                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit)
+                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows)
     result = plan_training(req, Catalog.load(db))
     render_plan_result(result, as_json)
 
@@ -102,11 +110,12 @@ def plan_train(
 @plan_app.command("serve")
 def plan_serve(
     model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
-    precision: ServePrecisionOpt = "bf16", kv_precision: KvPrecisionOpt = None, engine: EngineOpt = "vllm",
+    precision: ServePrecisionOpt = None, kv_precision: KvPrecisionOpt = None, engine: EngineOpt = "vllm",
     input_len: InputLenOpt = 1000, output_len: OutputLenOpt = 250, requests_per_s: RpsOpt = None,
     tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
-    max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 1.0, users: UsersOpt = None,
-    budget: BudgetOpt = None, providers: ProvidersOpt = None,
+    max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, offline: OfflineOpt = False,
+    no_redundancy: NoRedundancyOpt = False, months: HorizonOpt = 1.0, users: UsersOpt = None,
+    all_rows: AllRowsOpt = False, budget: BudgetOpt = None, providers: ProvidersOpt = None,
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
     max_price_age: MaxPriceAgeOpt = None, limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
@@ -120,7 +129,7 @@ def plan_serve(
                                            no_spot, min_confidence, max_price_age, True)
     req = _serve_request(model, params, active_params, precision, kv_precision, engine, input_len, output_len,
                          requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
-                         constraints, limit)
+                         constraints, limit, offline=offline, redundancy=not no_redundancy, all_rows=all_rows)
     result = plan_serving(req, Catalog.load(db))
     render_plan_result(result, as_json)
 
@@ -130,7 +139,7 @@ def plan_project_command(
     model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
     tokens: TokensOpt = None, method: MethodOpt = "full", train_precision: Annotated[str, typer.Option("--train-precision")] = "bf16",
     seq_len: SeqLenOpt = 4096, deadline: DeadlineOpt = None,
-    serve_precision: Annotated[str, typer.Option("--serve-precision")] = "bf16", engine: EngineOpt = "vllm",
+    serve_precision: Annotated[Optional[str], typer.Option("--serve-precision", help="Default: the model's native precision.")] = None, engine: EngineOpt = "vllm",
     input_len: InputLenOpt = 1000, output_len: OutputLenOpt = 250, requests_per_s: RpsOpt = None,
     tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
     max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 12.0, users: UsersOpt = None,

@@ -32,7 +32,7 @@ AllowDecentralizedOpt = Annotated[bool, typer.Option("--allow-decentralized", he
 LimitOpt = Annotated[int, typer.Option("--limit", help="Show at most N plans.")]
 
 
-def parse_duration_hours(text: str | None) -> float | None:
+def parse_duration_hours(text: str | None, flag: str = "--deadline") -> float | None:
     """'36', '36h', '14d', '2w', '90m' -> hours."""
     import re
 
@@ -42,10 +42,10 @@ def parse_duration_hours(text: str | None) -> float | None:
         return None
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([mhdw]?)\s*", text.lower())
     if not m:
-        raise UsageError(f"--deadline: {text!r} is not a duration (examples: 36h, 14d, 2w)")
+        raise UsageError(f"{flag}: {text!r} is not a duration (examples: 36h, 14d, 2w)")
     value = float(m[1]) * {"": 1, "h": 1, "m": 1 / 60, "d": 24, "w": 168}[m[2]]
     if value <= 0:
-        raise UsageError("--deadline must be positive")
+        raise UsageError(f"{flag} must be positive")
     return value
 
 
@@ -53,6 +53,7 @@ def constraints_from_options(
     budget: float | None, deadline: str | None, providers: str | None, exclude: str | None,
     kinds: str | None, regions: str | None, gpu: str | None, max_gpus: int | None, no_spot: bool,
     min_confidence: str | None, max_price_age: int | None, allow_decentralized: bool,
+    allow_unclustered: bool = False, max_wall: str | None = None,
 ):
     from gpuplan.planner.requests import Constraints
     from gpuplan.units import split_list
@@ -61,9 +62,10 @@ def constraints_from_options(
         budget_usd=budget, deadline_hours=parse_duration_hours(deadline), providers=split_list(providers),
         exclude=split_list(exclude), kinds=split_list(kinds), regions=split_list(regions), gpus=split_list(gpu),
         max_gpus=max_gpus, no_spot=no_spot, min_confidence=min_confidence, max_price_age_days=max_price_age,
-        allow_decentralized=allow_decentralized,
+        allow_decentralized=allow_decentralized, allow_unclustered=allow_unclustered,
+        max_wall_hours=parse_duration_hours(max_wall, "--max-wall"),
     ), flags={"budget_usd": "--budget", "deadline_hours": "--deadline", "max_price_age_days": "--max-price-age",
-              "gpus": "--gpu"})
+              "gpus": "--gpu", "max_wall_hours": "--max-wall"})
 
 
 def validated(cls, data: dict, flags: dict[str, str] | None = None):

@@ -47,18 +47,23 @@ def print_table(
     title: str | None = None,
     formatters: dict[str, Callable[[Any], str]] | None = None,
     caption: str | None = None,
+    keep_whole: Sequence[str] = (),
 ) -> None:
-    """columns: (key, header) pairs; numbers right-aligned."""
-    from rich.console import Console
+    """columns: (key, header) pairs; numbers right-aligned. Cells of `keep_whole` columns (money,
+    bands) are never split across lines: other columns fold first."""
     from rich.table import Table
 
     formatters = formatters or {}
     table = Table(title=title, caption=caption, header_style="bold", show_lines=False)
     numeric = {k for k, _ in columns if rows and isinstance(rows[0].get(k), (int, float))}
-    for key, header in columns:
-        table.add_column(header, justify="right" if key in numeric else "left", overflow="fold")
-    for r in rows:
-        table.add_row(*[formatters.get(k, fmt_value)(r.get(k)) for k, _ in columns])
+    cells = [[formatters.get(k, fmt_value)(r.get(k)) for k, _ in columns] for r in rows]
+    for c, (key, header) in enumerate(columns):
+        whole = key in keep_whole
+        width = max([len(row[c]) for row in cells] + [1]) if whole else None
+        table.add_column(header, justify="right" if key in numeric else "left", overflow="fold",
+                         no_wrap=whole, min_width=width)
+    for row in cells:
+        table.add_row(*row)
     _console().print(table)
 
 
@@ -88,6 +93,20 @@ def fmt_usd(v: Any) -> str:
     if v is None:
         return "-"
     return f"${v:,.2f}" if v < 1e5 else f"${v:,.0f}"
+
+
+def fmt_usd_short(v: Any) -> str:
+    """$950, $12.3k, $1.64M: for bands and narrow columns."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1e9:
+        return f"${v / 1e9:.3g}B"
+    if a >= 1e6:
+        return f"${v / 1e6:.3g}M"
+    if a >= 1e3:
+        return f"${v / 1e3:.3g}k"
+    return f"${v:.0f}"
 
 
 def emit(

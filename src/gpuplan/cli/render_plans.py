@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.cli.output import fmt_usd, print_json, print_table
+from gpuplan.cli.output import fmt_usd, fmt_usd_short, print_json, print_table
 
 
 def fmt_hours(h: float | None) -> str:
@@ -55,6 +55,9 @@ def _render(result, as_json: bool) -> None:
             "pricing": p["pricing"], "layout": _layout_text(p),
             "wall": fmt_hours(p["wall_hours"]), "wall_p90": fmt_hours(p["wall_p90_hours"]),
             "cost": fmt_usd(p["cost_usd"]), "cost_p90": fmt_usd(p["cost_p90_usd"]),
+            "band": f"{fmt_usd_short(p.get('cost_p10_usd') or p['cost_usd'])}-{fmt_usd_short(p['cost_p90_usd'])}"
+                    + (" =" if p.get("ties_first") else ""),
+            "region": (p["region"] or "?") + (f" +{len(p['also_at'])}" if p.get("also_at") else ""),
             "per_mtok": fmt_usd(p["cost_per_million_output_tokens_usd"]) if serve else None,
             "rtt": f"{p['network_rtt_ms']:.0f} ms" if p.get("network_rtt_ms") is not None else "-",
             "ckpt": f"{p['checkpoint_interval_min']:.0f} min" if p.get("checkpoint_interval_min") else "-",
@@ -63,21 +66,27 @@ def _render(result, as_json: bool) -> None:
         })
     if serve:
         columns = [("rank", "#"), ("provider", "provider"), ("gpu", "GPU"), ("shape", "GPUs"), ("pricing", "pricing"),
-                   ("layout", "replicas"), ("cost", "cost"), ("cost_p90", "p90 cost"), ("per_mtok", "$/M out"),
-                   ("rtt", "RTT"), ("risk", "risk"), ("age", "price age"), ("confidence", "confidence")]
+                   ("region", "region"), ("layout", "replicas"), ("cost", "cost"), ("band", "p10-p90 cost"),
+                   ("per_mtok", "$/M out"), ("rtt", "RTT"), ("risk", "risk"), ("age", "price age"),
+                   ("confidence", "confidence")]
     else:
         columns = [("rank", "#"), ("provider", "provider"), ("gpu", "GPU"), ("shape", "nodes x GPUs"),
-                   ("pricing", "pricing"), ("layout", "layout"), ("wall", "wall"), ("cost", "expected cost"),
-                   ("cost_p90", "p90 cost"), ("wall_p90", "p90 wall"), ("ckpt", "ckpt every"), ("risk", "risk"),
+                   ("pricing", "pricing"), ("region", "region"), ("layout", "layout"), ("wall", "wall"),
+                   ("wall_p90", "p90 wall"), ("cost", "expected cost"), ("band", "p10-p90 cost"), ("risk", "risk"),
                    ("age", "price age"), ("confidence", "confidence")]
     title = f"{data['workload']} plans for {data['model']}: {len(rows)} shown"
     if rows:
-        print_table(rows, columns, title=title, caption="* = on the cost/time Pareto front")
+        print_table(rows, columns, title=title, keep_whole=("rank", "cost", "band", "per_mtok", "wall", "wall_p90"),
+                    caption="* = on the cost/time Pareto front; = ties with #1 (bands overlap); region +N = "
+                            "same choice in N more places (--all-rows shows them)")
     console = Console()
     for line in data["why"]:
         console.print(f"  {line}")
     if data.get("placement", {}).get("reasons"):
         console.print(f"[dim]placement ({data['placement'].get('coupling')}): {data['placement']['reasons'][0]}[/dim]")
+    for p in data.get("closest", [])[:6]:
+        console.print(f"  closest (not ranked): {p['provider']} {p['nodes']}x{p['gpus_per_node']:g} {p['gpu']} "
+                      f"({p['pricing']}): {fmt_hours(p['wall_hours'])}, {fmt_usd(p['cost_usd'])}")
     if data.get("rejected"):
         why = ", ".join(f"{k}: {v}" for k, v in sorted(data["rejected"].items(), key=lambda kv: -kv[1]))
         console.print(f"[dim]not ranked: {why}[/dim]")

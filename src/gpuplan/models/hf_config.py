@@ -169,6 +169,20 @@ def _text_part(cfg: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def _native_precision(outer: dict, cfg: dict) -> str:
+    """The weights' shipped precision from quantization_config (fp8, mxfp4) or torch_dtype."""
+    q = outer.get("quantization_config") or cfg.get("quantization_config")
+    if isinstance(q, dict):
+        method = str(q.get("quant_method", "")).lower()
+        fmt = str(q.get("fmt", "")).lower()
+        if method == "fp8" or "e4m3" in fmt:
+            return "fp8"
+        if method in ("mxfp4", "nvfp4") or "fp4" in method:
+            return "fp4"
+    dtype = str(outer.get("torch_dtype") or cfg.get("torch_dtype") or "").lower()
+    return "fp16" if dtype in ("float16", "fp16") else "bf16"
+
+
 def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
     """A ModelSpec from a HF config.json path, a folder holding one, or a parsed dict."""
     cfg, label = load_config(path_or_dict)
@@ -234,7 +248,7 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         n_kv_heads=n_kv, head_dim=head_dim, ffn_size=ffn, gated_ffn=gated, vocab_size=vocab,
         tied_embeddings=tied, attention=attention, qkv_bias=qkv_bias, max_seq_len=max_seq,
         sliding_window=_sliding_window(r, n_layers), source=label if label != "config" else "config.json",
-        **mla, **moe,
+        native_precision=_native_precision(outer, cfg), **mla, **moe,
     )
     try:
         spec = ModelSpec(**fields)

@@ -44,6 +44,9 @@ class ModelSpec(BaseModel):
     expert_ffn_size: int | None = Field(default=None, gt=0)
     shared_expert_ffn_size: int | None = Field(default=None, gt=0)
     n_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN (MoE models)")
+    # The precision its authors ship the weights in (DeepSeek-V3/R1 and Kimi-K2: fp8; gpt-oss: MXFP4):
+    # serving defaults to it.
+    native_precision: str = "bf16"
     # What the model's authors published, for checking the counts above.
     published_params: float | None = None
     published_active_params: float | None = None

@@ -40,6 +40,9 @@ MIN_CP_CHUNK = 4096
 ZERO_CHOICES = (1, 2, 3)  # ZeRO-0 is never better than 1 (same traffic, more memory) unless asked for
 VP_CHOICES = (1, 2, 4)
 LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero", "vp")
+# A layout keeps this share of HBM free on top of the framework overhead: the caching allocator's
+# fragmentation and NCCL's buffers (PyTorch runs near 100% end in OOMs; 90-95% is the practical ceiling).
+MEMORY_HEADROOM = 0.05
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
     rejected, ranked = [], []
     parts = None
     for g in range(G):  # a few dozen GPU types at most; each evaluates its fitting layouts at once
-        fit = valid & (total_mem <= feats.memory_bytes[g])
+        fit = valid & (total_mem <= feats.memory_bytes[g] * (1.0 - MEMORY_HEADROOM))
         idx = np.nonzero(fit)[0]
         if idx.size:
             sub = {k: lay[k][idx] for k in LAYOUT_KEYS}
@@ -253,7 +256,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
             for k in range(K):
                 in_k = ci == k
                 rej = {name: int(np.sum(in_k & (lay["reason"] == code))) for code, name in enumerate(REASONS[:-1])}
-                rej["memory"] = int(np.sum(in_k & valid & (total_mem > feats.memory_bytes[g])))
+                rej["memory"] = int(np.sum(in_k & valid & (total_mem > feats.memory_bytes[g] * (1.0 - MEMORY_HEADROOM))))
                 per_count_rej.append(rej)
                 if idx.size:
                     sel = idx[ci[idx] == k]

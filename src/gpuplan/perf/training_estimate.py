@@ -175,6 +175,35 @@ def _eff(efficiency_params: TrainingEfficiency | None) -> TrainingEfficiency:
     return efficiency_params or default_efficiency()
 
 
+def with_model_defaults(wl: TrainingWorkload, spec: ModelSpec) -> TrainingWorkload:
+    """A pre-training batch sized to the model when none is given (published recipes grow it
+    with model size); a given batch is a target rounded to the layout, never refused."""
+    from gpuplan.perf.workload import default_pretrain_batch_tokens
+
+    update: dict[str, Any] = {}
+    if wl.kind == "pretrain" and wl.global_batch is None and wl.default_batch_tokens is None:
+        update["default_batch_tokens"] = default_pretrain_batch_tokens(spec.total_params())
+    if wl.global_batch is not None and not wl.batch_flexible:
+        update["batch_flexible"] = True
+    return wl.model_copy(update=update) if update else wl
+
+
+def adapt_to_gpu(wl: TrainingWorkload, gpu: Gpu) -> tuple[TrainingWorkload, list[str]]:
+    """The workload as this GPU runs it: bf16 falls back to fp16 where there is no bf16, no
+    FlashAttention-2 before Ampere; a precision the GPU cannot run at all is a usage error."""
+    from gpuplan.catalog.capabilities import resolve_training
+
+    res = resolve_training(gpu, wl.precision)
+    if not res.ok:
+        raise UsageError(f"{res.reason}; use bf16" + ("" if wl.precision == "fp8" else " or fp8"))
+    update: dict[str, Any] = {}
+    if res.precision != wl.precision:
+        update["precision"] = res.precision
+    if wl.flash_attention and not res.flash_attention:
+        update["flash_attention"] = False
+    return (wl.model_copy(update=update) if update else wl), list(res.notes)
+
+
 def _steps(wl: TrainingWorkload, batch) -> np.ndarray:
     return np.ceil(wl.total_tokens / (np.asarray(batch, dtype=np.float64) * wl.seq_len))
 
@@ -211,6 +240,7 @@ def estimate_training_grid(model, workload: TrainingWorkload, gpus, counts, inte
     gpus = [_gpu(g) for g in gpus]
     if not gpus:
         raise UsageError("no GPU types given")
+    workload = with_model_defaults(workload, spec)
     gpn = _check_gpn(gpus_per_node)
     counts = np.atleast_1d(np.asarray(counts))
     if counts.size == 0 or not np.all(np.isfinite(counts)) or np.any(counts < 1) or np.any(counts > MAX_GPUS) \
@@ -314,6 +344,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     spec = _model(model)
     shape = model_shape(spec)
     g = _gpu(gpu)
+    workload, capability_notes = adapt_to_gpu(with_model_defaults(workload, spec), g)
     gpn = _check_gpn(gpus_per_node)
     _check_fraction("goodput", goodput)
     _check_fraction("efficiency", efficiency)
@@ -329,7 +360,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     layout_args = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, recompute=recompute,
                        zero=zero, vp=vp)
     fixed = _fixed(shape, workload, gpn, **layout_args)
-    notes: list[str] = []
+    notes: list[str] = list(capability_notes)
     deadline_h = (deadline_days or DEFAULT_DEADLINE_DAYS) * 24
     if n_gpus is None:
         grid = estimate_training_grid(spec, workload, [g], default_counts(), inter_node_gbps_per_gpu, gpn, goodput,
@@ -340,8 +371,10 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     else:
         n = _check_count(n_gpus)
 
+    # The same layout space as the planner's sweep (grid_mode), so `estimate train` and `plan train`
+    # agree for the same GPU, count and fabric.
     res = search_layouts(shape, workload, [g], [n], gpn, inter, eff, fixed, attention, efficiency,
-                         keep_ranked=n_runners_up + 1, overhead_gib=overhead_gib)
+                         keep_ranked=n_runners_up + 1, overhead_gib=overhead_gib, grid_mode=True)
     lay, mem = res.layouts, res.memory
     rejected = res.rejected[0][0] if res.rejected else {r: 0 for r in REASONS}
     fits = bool(res.fits[0, 0])

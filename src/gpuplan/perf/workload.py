@@ -25,6 +25,18 @@ DEFAULT_SEQ_LEN = 4096
 DEFAULT_PRETRAIN_BATCH_TOKENS = 4_194_304
 # Fine-tuning recipes use small batches (NVIDIA LoRA recipe: 32 x 4096 tokens).
 DEFAULT_FINETUNE_BATCH_TOKENS = 131_072
+MIN_PRETRAIN_BATCH_TOKENS = 1_048_576
+MAX_PRETRAIN_BATCH_TOKENS = 16_777_216
+
+
+def default_pretrain_batch_tokens(total_params: float) -> float:
+    """The global batch published recipes use, growing with model size: 4M tokens at 8B
+    (Llama 2 7B-13B: 4M; Llama 3 8B: 4M), 16M at 405B (Llama 3.1 405B's final batch), as
+    4M x (N / 8e9)^(1/3) within 1M..16M (GPT-3's 0.5-3.2M for 125M-175B sits at the low end)."""
+    if not total_params or total_params <= 0 or not math.isfinite(total_params):
+        return float(DEFAULT_PRETRAIN_BATCH_TOKENS)
+    t = DEFAULT_PRETRAIN_BATCH_TOKENS * (total_params / 8e9) ** (1.0 / 3.0)
+    return float(min(MAX_PRETRAIN_BATCH_TOKENS, max(MIN_PRETRAIN_BATCH_TOKENS, t)))
 
 
 class TrainingWorkload(BaseModel):
@@ -40,6 +52,8 @@ class TrainingWorkload(BaseModel):
     seq_len: int = DEFAULT_SEQ_LEN
     global_batch: int | None = None
     batch_flexible: bool = Field(default=False, description="a given global_batch is a target the layout may round up")
+    default_batch_tokens: float | None = Field(default=None, gt=0, description="tokens per step when no global_batch "
+                                                                               "is given (default: by model size)")
     precision: TrainPrecision = "bf16"
     lora_rank: int = 16
     lora_targets: LoraTargets = "all"
@@ -83,6 +97,8 @@ class TrainingWorkload(BaseModel):
     def default_global_batch(self) -> int:
         """Sequences per step when none is given: a typical token budget per step, at least 1."""
         target = DEFAULT_PRETRAIN_BATCH_TOKENS if self.kind == "pretrain" else DEFAULT_FINETUNE_BATCH_TOKENS
+        if self.kind == "pretrain" and self.default_batch_tokens:
+            target = self.default_batch_tokens
         target = min(target, self.total_tokens)
         return max(1, int(round(target / self.seq_len)))
 

@@ -56,9 +56,15 @@ class Plan(BaseModel):
     layout: Layout
     wall_hours: float = Field(description="expected wall time incl. goodput, checkpoints, preemptions")
     wall_p90_hours: float
+    wall_p10_hours: float | None = None
     gpu_hours: float = Field(description="billed GPU-hours")
     cost_usd: float = Field(description="expected total: compute + storage + egress")
     cost_p90_usd: float
+    cost_p10_usd: float | None = None
+    rank_cost_usd: float | None = Field(default=None, description="what the plan is ranked by: the 75th percentile of its cost band")
+    ties_first: bool = Field(default=False, description="its p10-p90 cost band overlaps the #1's")
+    uncertainty: dict[str, Any] = Field(default_factory=dict, description="the parts of the band (lognormal sigmas) and their bases")
+    also_at: list[str] = Field(default_factory=list, description="the same choice elsewhere (regions, sizes) within 3%")
     cost: CostBreakdown
     checkpoint_interval_min: float | None = None
     expected_interruptions: float | None = None
@@ -91,3 +97,4 @@ class PlanResult(BaseModel):
     rejected: dict[str, int] = Field(default_factory=dict)
     assumptions: dict[str, Any] = Field(default_factory=dict)
     thresholds: list[dict[str, Any]] = Field(default_factory=list)
+    closest: list[Plan] = Field(default_factory=list, description="when nothing fits: the nearest candidates, unranked")

@@ -29,8 +29,12 @@ class Constraints(BaseModel):
     min_confidence: Literal["primary", "third-party", "unverified"] | None = None
     max_price_age_days: int | None = Field(default=None, ge=0)
     allow_decentralized: bool = False
+    allow_unclustered: bool = Field(default=False, description="join VMs that are not sold as a cluster (unknown or "
+                                                               "Ethernet network) for multi-node training")
+    max_wall_hours: float | None = Field(default=None, gt=0, le=24 * 3650,
+                                         description="hard cap on expected wall time (default 90 days)")
 
-    @field_validator("budget_usd", "deadline_hours")
+    @field_validator("budget_usd", "deadline_hours", "max_wall_hours")
     @classmethod
     def _finite(cls, v: float | None) -> float | None:
         if v is not None and not math.isfinite(v):
@@ -79,6 +83,7 @@ class TrainPlanRequest(ModelChoice):
     download_final_weights: bool = True
     constraints: Constraints = Field(default_factory=Constraints)
     limit: int = Field(default=20, gt=0, le=1000)
+    all_rows: bool = Field(default=False, description="every offer's row, not one per distinct choice")
     seed: int = 0
 
     @model_validator(mode="after")
@@ -92,8 +97,15 @@ class TrainPlanRequest(ModelChoice):
         return self.tokens if self.tokens is not None else self.epochs * self.dataset_tokens
 
 
+# Interactive serving gets a latency target unless the request is offline (a chat user notices a
+# first token after ~2 s and reads at ~20 tokens/s, i.e. 50 ms per token).
+DEFAULT_MAX_TPOT_MS = 50.0
+DEFAULT_MAX_TTFT_MS = 2000.0
+
+
 class ServePlanRequest(ModelChoice):
-    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
+    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] | None = Field(
+        default=None, description="weights; default: the model's native precision (DeepSeek-V3: fp8)")
     kv_precision: Literal["bf16", "fp16", "fp8", "int8", "fp4"] | None = None
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     input_len: int = Field(default=1000, gt=0, le=2_000_000)
@@ -103,10 +115,13 @@ class ServePlanRequest(ModelChoice):
     peak_factor: float = Field(default=2.0, ge=1, le=100)
     max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6)
+    offline: bool = Field(default=False, description="no latency target: the max-throughput operating point")
+    redundancy: bool = Field(default=True, description="N+1: one spare replica on another node")
     horizon_months: float = Field(default=1.0, gt=0, le=120)
     users: list[str] | None = Field(default=None, description="user geographies, e.g. ['eu', 'us-east']")
     constraints: Constraints = Field(default_factory=Constraints)
     limit: int = Field(default=20, gt=0, le=1000)
+    all_rows: bool = Field(default=False, description="every offer's row, not one per distinct choice")
     seed: int = 0
 
     @model_validator(mode="after")
@@ -114,6 +129,19 @@ class ServePlanRequest(ModelChoice):
         if (self.requests_per_s is None) == (self.tokens_per_month is None):
             raise ValueError("give exactly one of requests_per_s or tokens_per_month")
         return self
+
+    def targets_ms(self) -> tuple[float | None, float | None, str]:
+        """(TTFT, TPOT, basis): the given targets, else the interactive defaults unless offline."""
+        if self.offline:
+            return self.max_ttft_ms, self.max_tpot_ms, "offline: no latency target"
+        ttft = self.max_ttft_ms if self.max_ttft_ms is not None else DEFAULT_MAX_TTFT_MS
+        tpot = self.max_tpot_ms if self.max_tpot_ms is not None else DEFAULT_MAX_TPOT_MS
+        given = self.max_ttft_ms is not None and self.max_tpot_ms is not None
+        return ttft, tpot, "given" if given else (f"interactive default TTFT <= {DEFAULT_MAX_TTFT_MS:g} ms, "
+                                                   f"TPOT <= {DEFAULT_MAX_TPOT_MS:g} ms (--offline for none)")
+
+    def resolved_precision(self, model) -> str:
+        return self.precision or getattr(model, "native_precision", "bf16") or "bf16"
 
     @property
     def average_requests_per_s(self) -> float:

@@ -14,46 +14,65 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.planner.candidates import filter_offers
+from gpuplan.planner.distinct import collapse, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
+from gpuplan.planner.uncertainty import (Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ranking_cost,
+                                         serving_band, vendor_band)
 
 HOURS_PER_MONTH = 730.0
+HOST_RAM_BASE_GB = 8.0  # OS, CUDA context and the engine besides the weights loaded through host memory
 # Ranking favours offers near users: each 100 ms of round trip beyond a 50 ms budget costs as much
-# as 10% more spend. A stated preference, not a measurement; shown in the assumptions.
+# as 25% more spend (an interactive user notices 100 ms on every request). A stated preference, not a
+# measurement; shown in the assumptions.
 RTT_FREE_MS = 50.0
-RTT_PENALTY_PER_100MS = 0.10
+RTT_PENALTY_PER_100MS = 0.25
 # Serving responses are text: about 4 bytes per output token once framed as JSON.
 EGRESS_BYTES_PER_OUTPUT_TOKEN = 4.0
 
 
 def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanResult:
-    """Every offer that can serve the traffic within the targets, cheapest (near users) first."""
+    """Every offer that can serve the traffic within the targets, ranked by the 75th percentile of
+    its cost band (near users first when users are given)."""
+    from gpuplan.catalog.capabilities import resolve_serving
     from gpuplan.economics.preemption import interruption_rate_per_node_hour, restart_hours
     from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity
 
     catalog = catalog or Catalog.load()
     model = req.resolve_model()
+    precision = req.resolved_precision(model)
     traffic = make_traffic(req.input_len, req.output_len, requests_per_s=req.requests_per_s,
                            tokens_per_month=req.tokens_per_month, peak_factor=req.peak_factor)
-    targets = Targets(max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms)
-    precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(req.precision)
+    ttft, tpot, target_basis = req.targets_ms()
+    targets = Targets(max_ttft_ms=ttft, max_tpot_ms=tpot)
+    precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(precision)
     cands = filter_offers(catalog, req.constraints, precision=precision_needs)
     rejected = cands.rejected
+    regime = estimator_regime("serve", is_moe=model.is_moe)
 
     capacity: dict[str, Any] = {}
+    support: dict[str, Any] = {}
     for gpu_id in {o.gpu for o in cands.offers}:
+        res = resolve_serving(catalog.gpus[gpu_id], precision, req.engine)
+        support[gpu_id] = res
+        if not res.ok:
+            continue
         try:
             capacity[gpu_id] = plan_capacity(model, gpu_id, traffic, targets, engine=req.engine,
-                                             precision=req.precision, kv_precision=req.kv_precision)
+                                             precision=res.precision, kv_precision=req.kv_precision)
         except GpuplanError as e:
             capacity[gpu_id] = e
 
     plans: list[dict[str, Any]] = []
     hours = HOURS_PER_MONTH * req.horizon_months
     for o in cands.offers:
+        res = support[o.gpu]
+        if not res.ok:
+            rejected[f"{req.engine} cannot serve {precision} on this GPU"] += 1
+            continue
         cap = capacity[o.gpu]
         if isinstance(cap, GpuplanError) or not cap.feasible:
             rejected["model does not fit or misses the latency targets on this GPU"] += 1
@@ -66,12 +85,21 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             rejected["replica needs more GPUs than one node has"] += 1
             continue
         tp, replicas, per_replica_tok_s = layout
-        provider = catalog.providers[o.provider]
+        provider = catalog.provider_record(o.provider)
+        if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + _weights_gb(model, res.precision):
+            rejected["host RAM too small to load the model's weights"] += 1
+            continue
         lam = interruption_rate_per_node_hour(provider.kind, o.pricing)
         spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
-        replicas_total = replicas + spare
         per_node = max(1, int(o.gpus_per_node // tp))
+        if req.redundancy:
+            spare = max(spare, 1)
+        replicas_total = replicas + spare
         nodes = math.ceil(replicas_total / per_node)
+        if req.redundancy and nodes < 2:
+            nodes = 2  # the spare replica lives on another host: one host's failure leaves the peak served
+            replicas_total = nodes * per_node
+            spare = replicas_total - replicas
         gpus = int(nodes * o.gpus_per_node)
         compute = nodes * o.price_per_hour_usd * hours
         out_tokens = cap.output_tokens_per_month * req.horizon_months
@@ -81,13 +109,19 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         # p90: a bad month of interruptions also leaves capacity short; priced as on-demand cover.
         p90_extra = compute * _interruption_p90_share(lam, nodes, hours, restart_hours(provider.kind, o.pricing))
         rtt = worst_rtt_ms(o.region, req.users) if req.users else None
+        vb = vendor_band(o.gpu, "serving")
+        spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
         risk, notes = _serving_risk(o, provider, lam, rtt, spare)
+        notes = list(res.notes) + notes
+        if abs(vb.factor - 1.0) > 1e-9 or vb.basis != "fitted":
+            notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
+        rc = float(ranking_cost(compute, egress, spread.cost)) + p90_extra * 0.5
         plans.append(dict(
             offer=o, provider=provider, tp=tp, replicas=replicas_total, nodes=nodes, gpus=gpus,
-            compute=compute, egress=egress, cost=cost, cost_p90=cost + p90_extra, out_tokens=out_tokens,
+            compute=compute, egress=egress, cost=cost, cost_p90_extra=p90_extra, out_tokens=out_tokens,
             tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=notes, spare=spare,
-            availability=availability, lam=lam, cap=cap,
-            score=cost * (1 + _rtt_penalty(rtt, bool(req.users))),
+            availability=availability, lam=lam, cap=cap, spread=spread, vendor=vb, precision=res.precision,
+            rank_cost=rc, score=rc * (1 + _rtt_penalty(rtt, bool(req.users))),
         ))
 
     if req.constraints.budget_usd is not None:
@@ -100,33 +134,69 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         plans = [p for p in plans if p["gpus"] <= req.constraints.max_gpus]
 
     plans.sort(key=lambda p: (p["score"], p["risk"], p["gpus"]))
-    plan_records = [_to_plan(i + 1, p, req, hours) for i, p in enumerate(plans[: req.limit])]
+    order = list(range(len(plans)))
+    also: dict[int, list[str]] = {}
+    if not req.all_rows:
+        order, also = collapse(
+            order, key_of=lambda j: (plans[j]["offer"].provider, plans[j]["offer"].gpu, plans[j]["offer"].gpus_per_node,
+                                     plans[j]["offer"].pricing, plans[j]["gpus"]),
+            cost_of=lambda j: plans[j]["cost"],
+            where_of=lambda j: where_label(plans[j]["offer"].region, plans[j]["offer"].instance_type))
+    shown = order[: req.limit]
+    plan_records = mark_ties([_to_plan(i + 1, plans[j], req, hours, also.get(j, []), regime)
+                              for i, j in enumerate(shown)])
     cost_arr = np.array([p.cost_usd for p in plan_records])
     # Serving's "time" axis is the per-token latency users feel (TPOT, plus the network when users are placed).
     lat_arr = np.array([(p.assumptions.get("tpot_ms") or np.inf) + (p.network_rtt_ms or 0.0) / max(req.output_len, 1)
                         for p in plan_records])
     front = [plan_records[i].rank for i in pareto_front(cost_arr, lat_arr)] if plan_records else []
+    flips = _flips(plans, shown) if len(shown) > 1 else []
     return PlanResult(
         workload="serve", model=model.name,
         summary={
             "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
-            "precision": req.precision, "kv_precision": req.kv_precision, "engine": req.engine,
+            "precision": precision, "precision_basis": "given" if req.precision else "the model's native precision",
+            "kv_precision": req.kv_precision, "engine": req.engine,
             "input_len": req.input_len, "output_len": req.output_len,
             "average_requests_per_s": traffic.average_requests_per_s, "peak_requests_per_s": traffic.peak_requests_per_s,
             "output_tokens_per_month": traffic.average_requests_per_s * req.output_len * HOURS_PER_MONTH * 3600,
             "horizon_months": req.horizon_months, "users": req.users, "candidates": len(plans),
             "providers_ranked": len({p["offer"].provider for p in plans}),
+            "max_ttft_ms": ttft, "max_tpot_ms": tpot, "latency_target": target_basis,
+            "redundancy": "N+1: one spare replica on another node" if req.redundancy else "none (--no-redundancy)",
+            "estimator_regime": regime[0], "flips_first": flips,
+            "ranked_by": "75th percentile of the cost band (expected cost shown)",
         },
-        plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)),
+        plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)) + flips,
         placement=classify("serve", 1).model_dump(), rejected={k: v for k, v in rejected.items() if v},
         assumptions={
             "rtt_penalty": f"+{RTT_PENALTY_PER_100MS:.0%} of cost per 100 ms beyond {RTT_FREE_MS:.0f} ms (ranking only)"
             if req.users else None,
             "egress_bytes_per_output_token": EGRESS_BYTES_PER_OUTPUT_TOKEN,
             "hours_per_month": HOURS_PER_MONTH,
-            "spare_replicas": "added on interruptible capacity so that expected capacity covers the peak",
+            "latency_target": target_basis,
+            "spare_replicas": "N+1 on another node by default; more on interruptible capacity so that expected "
+                              "capacity covers the peak",
+            "band": "p10/p90 combine the serving estimator's error, vendor efficiency and price age/confidence",
+            "ranking": "75th percentile of each plan's cost band; ties_first marks bands overlapping #1's",
         },
     )
+
+
+def _weights_gb(model, precision: str) -> float:
+    from gpuplan.perf.inference_precision import weight_format
+
+    return model.total_params() * weight_format(precision).bytes_per_param / 1e9
+
+
+def _flips(plans: list[dict[str, Any]], shown: list[int]) -> list[str]:
+    a, b = plans[shown[0]], plans[shown[1]]
+    lines = flip_analysis({"rank_cost": a["score"], "compute_usd": a["compute"], "cost_sigma": a["spread"].cost,
+                           "other_usd": a["egress"]},
+                          {"rank_cost": b["score"], "compute_usd": b["compute"], "cost_sigma": b["spread"].cost,
+                           "other_usd": b["egress"]})
+    return [f"#2 ({b['provider'].name} {b['gpus']}x {b['offer'].gpu}, {b['offer'].pricing}) would rank first with: "
+            + "; or ".join(lines)]
 
 
 def _fit_replicas_on_node(cap, gpus_per_node: float) -> tuple[int, int, float] | None:
@@ -191,15 +261,20 @@ def _serving_risk(offer, provider, rate, rtt, spare) -> tuple[float, list[str]]:
     return min(risk, 1.0), notes
 
 
-def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float) -> Plan:
+def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float, also_at: list[str],
+             regime: tuple[str, float, str]) -> Plan:
     o, provider, cap = p["offer"], p["provider"], p["cap"]
+    b = serving_band(p["compute"], p["egress"], p["spread"])
     return Plan(
         rank=rank, workload="serve", provider=o.provider, provider_name=provider.name, provider_kind=provider.kind,
         gpu=o.gpu, instance_type=o.instance_type, region=o.region, pricing=o.pricing, gpus_per_node=o.gpus_per_node,
-        nodes=p["nodes"], gpus=p["gpus"], precision=req.precision,
+        nodes=p["nodes"], gpus=p["gpus"], precision=p["precision"],
         layout=Layout(tp=p["tp"], dp=p["replicas"]),
-        wall_hours=hours, wall_p90_hours=hours, gpu_hours=p["gpus"] * hours,
-        cost_usd=p["cost"], cost_p90_usd=p["cost_p90"],
+        wall_hours=hours, wall_p90_hours=hours, wall_p10_hours=hours, gpu_hours=p["gpus"] * hours,
+        cost_usd=p["cost"], cost_p90_usd=max(b["cost_p90_usd"] + p["cost_p90_extra"], p["cost"]),
+        cost_p10_usd=min(b["cost_p10_usd"], p["cost"]), rank_cost_usd=p["rank_cost"], also_at=also_at,
+        uncertainty={"sigma": {k: round(v, 4) for k, v in p["spread"].parts().items()},
+                     "dominant": p["spread"].dominant(), "estimator_regime": regime[0], "estimator_basis": regime[2]},
         cost=CostBreakdown(compute_usd=p["compute"], egress_usd=p["egress"]),
         expected_interruptions=p["lam"] * p["nodes"] * hours if p["lam"] else 0.0,
         risk=p["risk"], risk_notes=p["notes"], warnings=[],
@@ -210,6 +285,7 @@ def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float) 
         assumptions={
             "ttft_ms": cap.ttft_ms, "tpot_ms": cap.tpot_ms, "utilization": cap.utilization,
             "spare_replicas": p["spare"], "replica_availability": p["availability"],
+            "architecture": p["vendor"].arch, "vendor_efficiency_factor": p["vendor"].factor,
             "interruptions_per_node_hour": p["lam"], "region_geography": region_geography(o.region),
             **{k: v for k, v in cap.assumptions.items() if isinstance(v, (int, float, str, bool, type(None)))},
         },
@@ -220,8 +296,14 @@ def _why(plans: list[Plan], users_given: bool) -> list[str]:
     if not plans:
         return ["no offer can serve this traffic within the constraints; see 'not ranked'"]
     best = plans[0]
-    lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}): "
-             f"${best.cost_usd:,.0f} for the horizon, ${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens"]
+    lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}, {best.region or '?'}): "
+             f"${best.cost_usd:,.0f} for the horizon (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
+             f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens, TTFT "
+             f"{best.assumptions.get('ttft_ms') or 0:,.0f} ms, TPOT {best.assumptions.get('tpot_ms') or 0:,.0f} ms"]
+    ties = [p for p in plans[1:] if p.ties_first]
+    if ties:
+        lines.append(f"{len(ties)} plan(s) tie with #1 within the bands: " +
+                     ", ".join(f"#{p.rank} {p.provider_name} {p.gpu}" for p in ties[:4]))
     for other in plans[1:3]:
         diff = other.cost_usd - best.cost_usd
         if diff >= 0.5:

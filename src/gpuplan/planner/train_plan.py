@@ -9,9 +9,7 @@ storage and egress. The count kept per offer is the cheapest that meets the dead
 from __future__ import annotations
 
 import collections
-import functools
-import json
-from importlib import resources
+import math
 from typing import Any
 
 import numpy as np
@@ -19,97 +17,106 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers
+from gpuplan.planner.distinct import collapse, where_label
+from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
+from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma,
+                                         price_sigma, ranking_cost, vendor_band)
 
 # Without a deadline the cheapest count is often the smallest that fits, which can take a
 # year; the planner keeps the cheapest count that finishes within this many days instead.
 DEFAULT_DEADLINE_DAYS = 30.0
+# A hard cap: no plan longer than this is ranked (--max-wall overrides). Past ~3 months a run is
+# overtaken by newer hardware and models, and its failure assumptions no longer hold.
+DEFAULT_MAX_WALL_DAYS = 90.0
 NODE_COUNTS = tuple(2**k for k in range(0, 15))  # 1 .. 16,384 nodes
 MONTE_CARLO_TOP = 20
-FULL_NODE_GPUS = 8
-MAX_NODES_SMALL_VMS = 4  # at most 4 VMs of fewer than 8 GPUs are joined into one training job
 MONTE_CARLO_TRIALS = 2000
 # Past this, restarts and rework dominate and the Daly model's assumptions no longer hold.
 MAX_WALL_OVER_STEADY = 3.0
+# Where a provider publishes no cluster-size limit: the largest self-serve cluster we know of (AWS
+# Capacity Blocks: 64 instances). Larger clusters are contracted, with a quote, not rented from a list.
+DEFAULT_MAX_NODES_UNKNOWN = 64
+# Past this no plan is worth pricing, whatever --max-wall says (also keeps billing arithmetic sane).
+ABSURD_WALL_HOURS = 100 * 8766.0
+# Host memory a node needs besides its share of the weights: OS, CUDA context, data loaders.
+HOST_RAM_BASE_GB = 8.0
 
 
-@functools.cache
-def _fabric_gbps() -> dict[str, float]:
-    with resources.files("gpuplan.planner.data").joinpath("fabrics.json").open() as f:
-        return json.load(f)["gbps_per_gpu"]
-
-
-def fabric_gbps_per_gpu(fabric: str | None) -> float:
-    table = _fabric_gbps()
-    return table.get((fabric or "unknown").lower(), table["unknown"])
-
-
-def _workload(req: TrainPlanRequest):
+def _workload(req: TrainPlanRequest, model):
+    from gpuplan.perf.training_estimate import with_model_defaults
     from gpuplan.perf.workload import make_workload
 
     kind = "pretrain" if req.method == "full" and req.epochs is None else "finetune"
-    return make_workload(kind=kind, method=req.method, tokens=req.total_tokens, seq_len=req.seq_len,
-                         global_batch=req.global_batch, precision=req.precision, lora_rank=req.lora_rank)
+    wl = make_workload(kind=kind, method=req.method, tokens=req.total_tokens, seq_len=req.seq_len,
+                       global_batch=req.global_batch, precision=req.precision, lora_rank=req.lora_rank)
+    return with_model_defaults(wl, model)
 
 
 def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> PlanResult:
-    """Every offer that can train the model within the constraints, cheapest expected job first."""
+    """Every offer that can train the model within the constraints, ranked by the 75th percentile
+    of its cost band (expected cost shown beside it)."""
+    from gpuplan.catalog.capabilities import resolve_training
     from gpuplan.economics import checkpoint as ckpt
     from gpuplan.perf.efficiency import default_efficiency
     from gpuplan.perf.training_estimate import estimate_training_grid
 
     catalog = catalog or Catalog.load()
     model = req.resolve_model()
-    workload = _workload(req)
+    workload = _workload(req, model)
     cons = req.constraints
     max_gpus = cons.max_gpus or DEFAULT_MAX_GPUS
     deadline_h = cons.deadline_hours
-    target_h = deadline_h if deadline_h is not None else DEFAULT_DEADLINE_DAYS * 24
-    cands = filter_offers(catalog, cons, precision=req.precision)
+    max_wall_h = cons.max_wall_hours or DEFAULT_MAX_WALL_DAYS * 24
+    target_h = min(deadline_h if deadline_h is not None else DEFAULT_DEADLINE_DAYS * 24, max_wall_h)
+    cands = filter_offers(catalog, cons)
     rejected = cands.rejected
     eff = default_efficiency()
     base_goodput = req.goodput if req.goodput is not None else eff.goodput_base
+    regime = estimator_regime("train", is_moe=model.is_moe, method=req.method, seq_len=req.seq_len,
+                              total_params=model.total_params())
+    weights_gb = _weights_gb(model.total_params(), req.method, req.precision)
 
-    # One estimator call per (GPUs per node, fabric): all GPU types and node counts at once.
-    groups: dict[tuple[int, str], list[Offer]] = collections.defaultdict(list)
+    # One estimator call per (GPUs per node, network per GPU, precision run, attention kernel):
+    # all GPU types and node counts at once.
+    groups: dict[tuple, list] = collections.defaultdict(list)
     for o in cands.offers:
         if o.gpus_per_node < 1 or o.gpus_per_node != int(o.gpus_per_node):
             rejected["fractional GPU offer"] += 1
             continue
-        groups[(int(o.gpus_per_node), (o.interconnect or "unknown").lower())].append(o)
+        gpu = catalog.gpus[o.gpu]
+        res = resolve_training(gpu, req.precision)
+        if not res.ok:
+            rejected[f"GPU cannot train in {req.precision}"] += 1
+            continue
+        net = offer_network(o)
+        gpn = int(o.gpus_per_node)
+        groups[(gpn, round(net.gbps_per_gpu(gpn), 6), res.precision, res.flash_attention)].append((o, res, net))
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
-
     failure_cache: dict[tuple[int, str, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
     rows: list[dict[str, Any]] = []
-    for (gpn, fabric), offers in sorted(groups.items()):
-        # Clusters are built from full nodes: offers of 1-4 GPUs are VMs, not cluster building blocks.
-        max_nodes = MAX_NODES_SMALL_VMS if gpn < FULL_NODE_GPUS else max(NODE_COUNTS)
-        node_counts = np.array([n for n in NODE_COUNTS if n * gpn <= max_gpus and n <= max_nodes])
+    for (gpn, gbps, precision, flash), items in sorted(groups.items()):
+        node_counts = np.array([n for n in NODE_COUNTS if n * gpn <= max_gpus])
         if node_counts.size == 0:
-            rejected["node larger than --max-gpus"] += len(offers)
+            rejected["node larger than --max-gpus"] += len(items)
             continue
-        gpu_ids = sorted({o.gpu for o in offers})
-        grid = estimate_training_grid(model, workload, gpu_ids, node_counts * gpn,
-                                      inter_node_gbps_per_gpu=fabric_gbps_per_gpu(fabric), gpus_per_node=gpn,
-                                      goodput=base_goodput)
+        wl = workload.model_copy(update={"precision": precision, "flash_attention": flash})
+        gpu_ids = sorted({o.gpu for o, _, _ in items})
+        grid = estimate_training_grid(model, wl, gpu_ids, node_counts * gpn, inter_node_gbps_per_gpu=gbps,
+                                      gpus_per_node=gpn, goodput=base_goodput)
         row_of = {g: i for i, g in enumerate(grid.gpu_ids)}
         pending = []  # (offer, ..., usable node-count indices): priced together below
-        for o in offers:
-            provider = catalog.providers[o.provider]
+        for o, res, net in items:
+            provider = catalog.provider_record(o.provider)
             gpu = catalog.gpus[o.gpu]
             i = row_of[o.gpu]
-            if not grid.fits[i].any():
-                rejected["model does not fit on this GPU at any count"] += 1
-                continue
-            allowed = grid.fits[i] & np.array([
-                excluded_reason(o, provider, gpu, int(n), "train", cons.allow_decentralized) is None
-                for n in node_counts])
-            if not allowed.any():
-                rejected["excluded for multi-node training (decentralized/consumer/marketplace)"] += 1
+            allowed, reason = _deployable_counts(grid.fits[i], node_counts, o, provider, gpu, net, cons, weights_gb)
+            if reason:
+                rejected[reason] += 1
                 continue
             key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "")
             if key not in failure_cache:
@@ -121,20 +128,32 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
                 continue
             useful_h = np.where(usable, grid.wall_hours[i], np.nan)
             wall_h = useful_h * fm["factor"]
+            usable &= wall_h <= ABSURD_WALL_HOURS
+            if not usable.any():
+                rejected["would take more than a century"] += 1
+                continue
             if o.commitment_term_h:
                 usable &= wall_h >= o.commitment_term_h  # a reservation applies only to a run covering its term
                 if not usable.any():
                     rejected["reserved term longer than the run"] += 1
                     continue
-            pending.append((o, provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h))
+            pending.append((o, provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net))
         rows.extend(_price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req))
 
     if not rows:
-        return _empty_result(req, model, workload, rejected, cands)
+        return _empty_result(req, model, workload, rejected, cands, [])
 
     cost = np.array([r["compute"] + r["storage"] + r["egress"] for r in rows])
     wall = np.array([r["wall_h"] for r in rows])
+    for r in rows:
+        r["spread"] = _spread(r, regime)
+    rank_cost = ranking_cost(np.array([r["compute"] for r in rows]),
+                             np.array([r["storage"] + r["egress"] for r in rows]),
+                             np.array([r["spread"].cost for r in rows]))
     keep = np.ones(len(rows), dtype=bool)
+    too_long = wall > max_wall_h
+    rejected[f"longer than the {max_wall_h / 24:g}-day cap (--max-wall)"] += int(too_long.sum())
+    keep &= ~too_long
     if deadline_h is not None:
         late = wall > deadline_h
         rejected["misses --deadline"] += int((late & keep).sum())
@@ -143,22 +162,71 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
         over = cost > cons.budget_usd
         rejected["over --budget"] += int((over & keep).sum())
         keep &= ~over
+    if not keep.any():
+        return _empty_result(req, model, workload, rejected, cands, _closest(rows, cost, wall, req, workload, regime),
+                             _what_would_fit(rows, cost, wall, cons, max_wall_h))
     late_default = wall > target_h  # only when no --deadline: ranked after the plans that finish in time
     idx = np.flatnonzero(keep)
-    order = [int(j) for j in idx[np.lexsort((cost[idx], late_default[idx]))]]
-    order = _drop_region_duplicates(rows, cost, order)
+    order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
+    also: dict[int, list[str]] = {}
+    if not req.all_rows:
+        order, also = collapse(
+            order, key_of=lambda j: (rows[j]["offer"].provider, rows[j]["offer"].gpu, rows[j]["offer"].gpus_per_node,
+                                     rows[j]["offer"].pricing, rows[j]["nodes"]),
+            cost_of=lambda j: float(cost[j]),
+            where_of=lambda j: where_label(rows[j]["offer"].region, rows[j]["offer"].instance_type))
     top = order[: req.limit]
-    p90 = _monte_carlo_p90(rows, top[:MONTE_CARLO_TOP], req.seed)
-    plans = [_to_plan(rank + 1, rows[j], cost[j], p90.get(j), req, workload) for rank, j in enumerate(top)]
+    samples = _monte_carlo_samples(rows, top[:MONTE_CARLO_TOP], req.seed)
+    plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
+             for rank, j in enumerate(top)]
+    plans = mark_ties(plans)
     front_idx = pareto_front(np.array([p.cost_usd for p in plans]), np.array([p.wall_hours for p in plans]))
     min_nodes = rows[top[0]]["nodes"] if top else 1
+    flips = _flips(rows, top, rank_cost) if len(top) > 1 else []
+    summary = _summary(req, model, workload, rows, keep, regime, max_wall_h, target_h)
+    summary["flips_first"] = flips
     return PlanResult(
-        workload="train", model=model.name, summary=_summary(req, model, workload, rows, keep),
+        workload="train", model=model.name, summary=summary,
         plans=plans, pareto_ranks=sorted(plans[i].rank for i in front_idx),
-        why=_why(plans, deadline_h, target_h) if plans else _why_none(cost, wall), placement=classify("train", min_nodes).model_dump(),
-        rejected={k: v for k, v in rejected.items() if v}, assumptions=_assumptions(req, base_goodput, target_h),
+        why=_why(plans, deadline_h, target_h, flips) if plans else _why_none(cost, wall),
+        placement=classify("train", min_nodes).model_dump(),
+        rejected={k: v for k, v in rejected.items() if v}, assumptions=_assumptions(req, base_goodput, target_h, max_wall_h),
         thresholds=_thresholds(float(rows[0]["grid"].flops)),
     )
+
+
+def _weights_gb(params: float, method: str, precision: str) -> float:
+    """Weights a node loads through host memory, GB (checkpoint precision; QLoRA's 4-bit base)."""
+    if method == "qlora":
+        return params * 0.55 / 1e9
+    return params * (1.0 if precision in ("fp8",) else 0.5 if precision == "fp4" else 2.0) / 1e9
+
+
+def _deployable_counts(fits: np.ndarray, node_counts: np.ndarray, o: Offer, provider, gpu, net: Network, cons,
+                       weights_gb: float) -> tuple[np.ndarray, str | None]:
+    """Node counts this offer can deliver for this job, or the reason it can deliver none."""
+    if not fits.any():
+        return fits, "model does not fit in this GPU's memory at any count"
+    allowed = fits.copy()
+    if not (net.multi_node or cons.allow_unclustered):
+        allowed &= node_counts == 1
+        if not allowed.any():
+            return allowed, ("needs several nodes, but this offer is not sold as a cluster on a GPU fabric "
+                             "(--allow-unclustered costs it over its network)")
+    limit = o.max_nodes or DEFAULT_MAX_NODES_UNKNOWN
+    allowed &= node_counts <= limit
+    if not allowed.any():
+        return allowed, ("needs more nodes than the provider rents as one cluster" if o.max_nodes else
+                         f"needs more than {DEFAULT_MAX_NODES_UNKNOWN} nodes; larger clusters are contracted, not listed")
+    allowed &= np.array([excluded_reason(o, provider, gpu, int(n), "train", cons.allow_decentralized) is None
+                         for n in node_counts])
+    if not allowed.any():
+        return allowed, "excluded for multi-node training (decentralized/consumer/marketplace)"
+    if o.ram_gb is not None:
+        allowed &= o.ram_gb >= HOST_RAM_BASE_GB + weights_gb / node_counts
+        if not allowed.any():
+            return allowed, "host RAM too small to load the model's weights"
+    return allowed, None
 
 
 def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req) -> list[dict[str, Any]]:
@@ -186,7 +254,7 @@ def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, mod
     compute = nodes * price * billed
 
     rows, start = [], 0
-    for (o, provider, gpu, i, fm, k_idx, _, _), k_all in zip(pending, ks):
+    for (o, provider, gpu, i, fm, k_idx, _, _, res, net), k_all in zip(pending, ks):
         sl = slice(start, start + len(k_all))
         start += len(k_all)
         w, c = wall[sl], compute[sl]
@@ -202,12 +270,13 @@ def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, mod
             billed_h=float(billed[j]), compute=float(c[pick]), mtbf_h=float(fm["mtbf_h"][k]),
             delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]), factor=float(fm["factor"][k]),
             saves_on_notice=bool(fm["saves_on_notice"][k]), notice_s=fm["notice_s"],
-            mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k])))
+            mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]), res=res, net=net,
+            ckpt_bytes=ckpt_bytes, gpn=gpn))
     return rows
 
 
 def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, pricing: str,
-                   checkpoint_bytes: float, provider_id: str = "") -> dict[str, Any]:
+                   checkpoint_bytes: float, provider_id: str = "", rate_mult: float = 1.0) -> dict[str, Any]:
     """Failures, preemptions and checkpoints for one kind of capacity at every node count: the
     job's MTBF, checkpoint write time, Daly interval and the wall-over-steady-state factor.
 
@@ -217,10 +286,10 @@ def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, prici
     from gpuplan.economics import checkpoint as ckpt
     from gpuplan.economics import preemption
 
-    rate = preemption.interruption_rate_per_node_hour(kind, pricing)
+    rate = preemption.interruption_rate_per_node_hour(kind, pricing) * rate_mult
     restart_h = preemption.restart_hours(kind, pricing)
     gpus = node_counts * gpus_per_node
-    gpu_hours_per_failure = preemption.gpu_hours_per_failure(kind)
+    gpu_hours_per_failure = preemption.gpu_hours_per_failure(kind) / rate_mult
     mtbf_h = np.asarray(preemption.job_mtbf_hours(node_counts, gpus, rate, gpu_hours_per_failure), dtype=float)
     delta_h = np.asarray(ckpt.write_seconds(checkpoint_bytes, node_counts), dtype=float) / 3600.0
     tau_h = np.asarray(ckpt.daly_interval_h(delta_h, mtbf_h), dtype=float)
@@ -248,22 +317,6 @@ def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, prici
     }
 
 
-def _drop_region_duplicates(rows, cost, order: list[int]) -> list[int]:
-    """The same instance at the same price in several regions is one plan; note the others."""
-    seen: dict[tuple, int] = {}
-    out = []
-    for j in order:
-        r = rows[j]
-        o = r["offer"]
-        key = (o.provider, o.gpu, o.gpus_per_node, o.pricing, r["nodes"], round(float(cost[j]), 2))
-        if key in seen:
-            rows[seen[key]].setdefault("other_regions", []).append(o.region)
-            continue
-        seen[key] = j
-        out.append(j)
-    return out
-
-
 def _storage_and_egress(ckpt_bytes: float, params: float, req: TrainPlanRequest, provider, wall_h: float):
     from gpuplan.economics.run_cost import HOURS_PER_MONTH, storage_price
 
@@ -280,23 +333,91 @@ def _storage_and_egress(ckpt_bytes: float, params: float, req: TrainPlanRequest,
     return storage, egress, notes
 
 
-def _monte_carlo_p90(rows, indices, seed: int) -> dict[int, tuple[float, float]]:
-    """p90 wall hours and p90 billed-hours multiplier from a seeded simulation of failures and
-    preemptions, for the plans that will be shown."""
+def _monte_carlo_samples(rows, indices, seed: int) -> dict[int, np.ndarray]:
+    """Wall-hour samples from a seeded simulation of failures and preemptions, for the plans shown."""
     from gpuplan.economics.simulation import simulate_wall_hours
 
     out = {}
     for j in indices:
         r = rows[j]
-        samples = r["mc_scale"] * simulate_wall_hours(r["useful_h"], r["tau_h"], r["delta_h"], r["restart_h"],
-                                                      r["mc_mtbf_h"], trials=MONTE_CARLO_TRIALS, seed=seed + j)
-        out[j] = (float(np.percentile(samples, 50)), float(np.percentile(samples, 90)))
+        out[j] = r["mc_scale"] * simulate_wall_hours(r["useful_h"], r["tau_h"], r["delta_h"], r["restart_h"],
+                                                     r["mc_mtbf_h"], trials=MONTE_CARLO_TRIALS, seed=seed + j)
+    return out
+
+
+def _spread(r: dict[str, Any], regime: tuple[str, float, str]) -> Spread:
+    vb = vendor_band(r["offer"].gpu, "training")
+    r["vendor"] = vb
+    return Spread(estimator=regime[1], vendor=vb.sigma, network=network_sigma(r["net"].basis, r["nodes"] > 1),
+                  price=price_sigma(r["offer"]))
+
+
+def _cost_at_rate(r: dict[str, Any], mult: float) -> float | None:
+    """#1's expected cost with its failure and preemption rates scaled (None: no progress)."""
+    node_counts = np.array([r["nodes"]])
+    fm = failure_arrays(node_counts, r["gpn"], r["provider"].kind, r["offer"].pricing, r["ckpt_bytes"],
+                        r["offer"].provider if r["offer"].preemptible else "", rate_mult=mult)
+    if not bool(fm["stable"][0]):
+        return None
+    return r["compute"] * float(fm["factor"][0]) / r["factor"] + r["storage"] + r["egress"]
+
+
+def _flips(rows, top: list[int], rank_cost: np.ndarray) -> list[str]:
+    """What would have to change for #2 to rank first."""
+    first, second = rows[top[0]], rows[top[1]]
+    lines = flip_analysis(
+        {"rank_cost": float(rank_cost[top[0]]), "compute_usd": first["compute"], "cost_sigma": first["spread"].cost,
+         "other_usd": first["storage"] + first["egress"], "cost_at_rate": lambda m: _cost_at_rate(first, m)},
+        {"rank_cost": float(rank_cost[top[1]]), "compute_usd": second["compute"], "cost_sigma": second["spread"].cost,
+         "other_usd": second["storage"] + second["egress"]})
+    o2 = second["offer"]
+    return [f"#2 ({second['provider'].name} {second['nodes']}x{o2.gpus_per_node:g} {o2.gpu}, {o2.pricing}) would rank "
+            f"first with: " + "; or ".join(lines)]
+
+
+def _closest(rows, cost, wall, req, workload, regime) -> list[Plan]:
+    """Nothing met the constraints: the fastest and the cheapest candidates, for reference."""
+    picks: list[int] = []
+    for j in list(np.argsort(wall)[:3]) + list(np.argsort(cost)[:3]):
+        if int(j) not in picks:
+            picks.append(int(j))
+    for j in picks:
+        rows[j].setdefault("spread", _spread(rows[j], regime))
+    rc = ranking_cost(np.array([rows[j]["compute"] for j in picks]),
+                      np.array([rows[j]["storage"] + rows[j]["egress"] for j in picks]),
+                      np.array([rows[j]["spread"].cost for j in picks]))
+    return [_to_plan(0, rows[j], cost[j], float(rc[k]), None, req, [], regime) for k, j in enumerate(picks)]
+
+
+def _what_would_fit(rows, cost, wall, cons, max_wall_h: float) -> list[str]:
+    """Nothing met the constraints: what would (more GPUs, a longer cap, a bigger budget)."""
+    fastest, cheapest = int(np.argmin(wall)), int(np.argmin(cost))
+    f = rows[fastest]
+    out = [f"the fastest candidate, {f['provider'].name} {f['nodes']}x{f['offer'].gpus_per_node:g} {f['offer'].gpu}, takes "
+           f"{wall[fastest] / 24:.1f} days for ${cost[fastest]:,.0f}; the cheapest, ${cost[cheapest]:,.0f} in "
+           f"{wall[cheapest] / 24:.1f} days"]
+    limit_h = min(max_wall_h, cons.deadline_hours or max_wall_h)
+    if wall[fastest] > limit_h:
+        need = f["gpus"] * wall[fastest] / limit_h  # ideal scaling: a lower bound
+        at_cap = f["nodes"] >= (f["offer"].max_nodes or DEFAULT_MAX_NODES_UNKNOWN) or \
+            (cons.max_gpus is not None and f["gpus"] * 2 > cons.max_gpus)
+        if cons.max_gpus is not None and f["gpus"] * 2 > cons.max_gpus:
+            out.append(f"finishing within {limit_h / 24:g} days needs at least ~{need:,.0f} GPUs: raise --max-gpus")
+        elif at_cap:
+            out.append(f"finishing within {limit_h / 24:g} days needs at least ~{need:,.0f} GPUs (ideal scaling), more "
+                       "than any listed offer rents as one cluster: a contracted cluster (ask providers for a quote)")
+        out.append(f"or a longer cap: --max-wall {math.ceil(wall[fastest] / 24)}d"
+                   + (f" / --deadline {math.ceil(wall[fastest] / 24)}d" if cons.deadline_hours else ""))
+    if cons.budget_usd is not None and cost[cheapest] > cons.budget_usd:
+        out.append(f"or a budget of at least ${cost[cheapest]:,.0f}")
+    if not cons.allow_unclustered:
+        out.append("or --allow-unclustered to join single VMs over their own network (slow, unverified)")
     return out
 
 
 def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
-    o, provider = r["offer"], r["provider"]
-    notes, risk = [], 0.0
+    o, provider, net = r["offer"], r["provider"], r["net"]
+    notes, risk = list(r["res"].notes), 0.0
     overhead = r["factor"] - 1.0
     if r["rate"] > 0:
         risk += min(0.4, overhead)
@@ -305,11 +426,22 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
         if r["saves_on_notice"]:
             notes.append(f"the {r['notice_s']:.0f} s preemption notice fits a {r['delta_h'] * 3600:.0f} s checkpoint "
                          "write: save on notice, so preemptions lose no work")
+        if r["nodes"] > 1:
+            notes.append(f"every restart must re-acquire {r['nodes']} spot nodes on one fabric together")
     if overhead > 0.15:
         notes.append(f"failures and checkpoints add {overhead:.0%} to the steady-state time")
-    if r["nodes"] > 1 and (o.interconnect or "unknown") in ("ethernet", "unknown"):
-        risk += 0.15
-        notes.append("multi-node over Ethernet-class networking: gradient sync slows every step")
+    if r["nodes"] > 1:
+        if net.basis == "assumed":
+            risk += 0.25
+            notes.append(f"network between nodes unknown: costed at {net.gbps_per_node:,.0f} Gb/s per node "
+                         "(Ethernet-class); verify before booking")
+        elif net.fabric not in ("infiniband", "roce", "efa", "tcpx"):
+            risk += 0.15
+            notes.append(f"multi-node over {net.fabric} ({net.gbps_per_node:,.0f} Gb/s per node): gradient sync "
+                         "slows every step")
+        if o.cluster is not True:
+            risk += 0.15
+            notes.append("not sold as a cluster: nodes are independent VMs (allowed by --allow-unclustered)")
     if provider.kind in ("decentralized", "marketplace"):
         risk += 0.15
         notes.append(f"{provider.kind} provider: host reliability varies, no SLA")
@@ -319,33 +451,40 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
     if o.confidence == "unverified":
         risk += 0.1
         notes.append("price unverified")
-    if r["gpu"].vendor != "NVIDIA":
-        risk += 0.1
-        notes.append(f"{r['gpu'].vendor} training efficiency is assumed equal to NVIDIA's: no public {r['gpu'].vendor} "
-                     "training run in the validation set")
-    if r.get("other_regions"):
-        notes.append(f"same price in {len(r['other_regions'])} more region(s): {', '.join(sorted(set(r['other_regions']))[:5])}")
+    vb = r["vendor"]
+    if abs(vb.factor - 1.0) > 1e-9 or vb.basis != "fitted":
+        risk += 0.1 if vb.arch not in ("Hopper", "Ampere") else 0.0
+        notes.append(f"{vb.arch} training efficiency x{vb.factor:.2f} of Hopper's ({vb.basis}"
+                     f"{': ' + vb.note if vb.note else ''})")
     if o.commitment_term_h:
         notes.append(f"reserved: the {o.commitment_term_h:.0f} h term is covered by the {r['wall_h']:.0f} h run")
     return min(1.0, risk), notes
 
 
-def _to_plan(rank: int, r: dict[str, Any], total_cost: float, p90: tuple[float, float] | None,
-             req: TrainPlanRequest, workload) -> Plan:
+def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, samples: np.ndarray | None,
+             req: TrainPlanRequest, also_at: list[str], regime: tuple[str, float, str]) -> Plan:
     o, provider, grid, i, k = r["offer"], r["provider"], r["grid"], r["i"], r["k"]
     lay = {key: int(grid.layout[key][i, k]) for key in grid.layout}
-    wall_p90 = max(p90[1], r["wall_h"]) if p90 else r["wall_h"]
-    scale = wall_p90 / r["wall_h"] if r["wall_h"] > 0 else 1.0
+    spread: Spread = r["spread"]
+    b = band(r["wall_h"], r["compute"], r["storage"] + r["egress"], spread, samples, req.seed + rank)
     risk, notes = _risk(r)
     recompute = {0: "none", 1: "selective", 2: "full"}.get(lay.get("recompute"), str(lay.get("recompute")))
+    net: Network = r["net"]
     return Plan(
         rank=rank, workload="train", provider=o.provider, provider_name=provider.name, provider_kind=provider.kind,
         gpu=o.gpu, instance_type=o.instance_type, region=o.region, pricing=o.pricing, gpus_per_node=o.gpus_per_node,
-        nodes=r["nodes"], gpus=r["gpus"], precision=req.precision,
+        nodes=r["nodes"], gpus=r["gpus"], precision=r["res"].precision,
         layout=Layout(tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], dp=lay["dp"], ep=lay["ep"],
                       micro_batch=lay["micro_batch"], recompute=recompute, zero=lay["zero"]),
-        wall_hours=r["wall_h"], wall_p90_hours=wall_p90, gpu_hours=r["billed_h"] * r["nodes"] * o.gpus_per_node,
-        cost_usd=float(total_cost), cost_p90_usd=float(r["compute"] * scale + r["storage"] + r["egress"]),
+        wall_hours=r["wall_h"], wall_p90_hours=max(b["wall_p90_hours"], r["wall_h"]),
+        wall_p10_hours=min(b["wall_p10_hours"], r["wall_h"]),
+        gpu_hours=r["billed_h"] * r["nodes"] * o.gpus_per_node,
+        cost_usd=float(total_cost), cost_p90_usd=max(b["cost_p90_usd"], float(total_cost)),
+        cost_p10_usd=min(b["cost_p10_usd"], float(total_cost)), rank_cost_usd=float(rank_cost),
+        uncertainty={"sigma": {k2: round(v, 4) for k2, v in spread.parts().items()},
+                     "failures_simulated": samples is not None, "dominant": spread.dominant(),
+                     "estimator_regime": regime[0], "estimator_basis": regime[2]},
+        also_at=also_at,
         cost=CostBreakdown(compute_usd=r["compute"], storage_usd=r["storage"], egress_usd=r["egress"]),
         checkpoint_interval_min=r["tau_h"] * 60.0, expected_interruptions=r["wall_h"] / r["mtbf_h"],
         risk=risk, risk_notes=notes, warnings=r["storage_notes"],
@@ -355,31 +494,46 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, p90: tuple[float, 
             "step_time_s": float(grid.step_time_s[i, k]), "memory_per_gpu_gb": float(grid.memory_per_gpu_gb[i, k]),
             "job_mtbf_hours": r["mtbf_h"], "checkpoint_write_s": r["delta_h"] * 3600, "restart_hours": r["restart_h"],
             "interruptions_per_node_hour": r["rate"], "wall_over_steady": r["factor"],
-            "fabric": o.interconnect or "unknown", "fabric_gbps_per_gpu": fabric_gbps_per_gpu(o.interconnect),
+            "fabric": net.fabric, "fabric_gbps_per_node": net.gbps_per_node, "fabric_basis": net.basis,
+            "fabric_gbps_per_gpu": net.gbps_per_gpu(o.gpus_per_node), "cluster_product": o.cluster,
+            "max_nodes": o.max_nodes, "vendor_efficiency_factor": r["vendor"].factor,
+            "architecture": r["vendor"].arch, "flash_attention": r["res"].flash_attention,
             "billed_hours": r["billed_h"], "checkpoint_on_preemption_notice": r["saves_on_notice"],
         },
     )
 
 
-def _summary(req, model, workload, rows, keep) -> dict[str, Any]:
+def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target_h: float) -> dict[str, Any]:
     grid = rows[0]["grid"]
+    batch = workload.batch
     return {
         "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
         "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
-        "global_batch": workload.batch if hasattr(workload, "batch") else req.global_batch,
+        "global_batch": batch, "global_batch_tokens": batch * workload.seq_len,
+        "global_batch_basis": "given (rounded to the layout)" if req.global_batch else
+        ("by model size, as published recipes (4M tokens at 8B, 16M at 405B); rounded to the layout"
+         if workload.kind == "pretrain" else "fine-tuning recipe (128k tokens)"),
         "precision": req.precision, "training_flops": float(grid.flops), "candidates": int(keep.sum()),
         "providers_ranked": len({r["offer"].provider for r, k in zip(rows, keep) if k}),
+        "max_wall_days": max_wall_h / 24, "count_target_days": target_h / 24,
+        "estimator_regime": regime[0], "ranked_by": "75th percentile of the cost band (expected cost shown)",
     }
 
 
-def _assumptions(req, goodput: float, target_h: float) -> dict[str, Any]:
+def _assumptions(req, goodput: float, target_h: float, max_wall_h: float) -> dict[str, Any]:
     return {
         "goodput_non_failure": goodput,
         "count_choice": f"cheapest node count that finishes within {target_h / 24:g} days "
                         f"({'--deadline' if req.constraints.deadline_hours else 'default'}); else the fastest",
+        "max_wall": f"{max_wall_h / 24:g} days, a hard cap ({'--max-wall' if req.constraints.max_wall_hours else 'default'})",
         "failures": "Daly (2006) wall-time model with per-GPU-hour hardware failure rate and provider preemption rates",
-        "fabric_gbps_per_gpu": _fabric_gbps(),
-        "p90": f"seeded Monte Carlo ({MONTE_CARLO_TRIALS} trials) of failures and preemptions for the top {MONTE_CARLO_TOP} plans",
+        "network": fabric_assumptions(),
+        "multi_node": "only on cluster products with a GPU fabric unless --allow-unclustered; at most the "
+                      f"provider's published cluster size, else {DEFAULT_MAX_NODES_UNKNOWN} nodes",
+        "host_ram": f"{HOST_RAM_BASE_GB:g} GB plus the node's share of the weights",
+        "band": "p10/p90 combine estimator error (regime), vendor efficiency, network, price age/confidence "
+                f"and a seeded Monte Carlo of failures ({MONTE_CARLO_TRIALS} trials) for the top {MONTE_CARLO_TOP}",
+        "ranking": "75th percentile of each plan's cost band; ties_first marks bands overlapping #1's",
         "seed": req.seed,
     }
 
@@ -392,12 +546,18 @@ def _thresholds(flops: float) -> list[dict[str, Any]]:
     return [t.model_dump() if hasattr(t, "model_dump") else dict(t) for t in check_thresholds(flops)]
 
 
-def _why(plans: list[Plan], deadline_h: float | None, target_h: float) -> list[str]:
+def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: list[str]) -> list[str]:
     if not plans:
         return ["no offer meets the constraints; see 'not ranked'"]
     best = plans[0]
-    lines = [f"#1 {best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}): "
-             f"${best.cost_usd:,.0f} expected, {best.wall_hours / 24:.1f} days, p90 ${best.cost_p90_usd:,.0f}"]
+    lines = [f"#1 {best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}, {best.region}): "
+             f"${best.cost_usd:,.0f} expected (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
+             f"{best.wall_hours / 24:.1f} days (p90 {best.wall_p90_hours / 24:.1f}); "
+             f"widest uncertainty: {best.uncertainty.get('dominant', '?').replace('_', ' ')}"]
+    ties = [p for p in plans[1:] if p.ties_first]
+    if ties:
+        lines.append(f"{len(ties)} plan(s) tie with #1 within the bands: " +
+                     ", ".join(f"#{p.rank} {p.provider_name} {p.gpu}" for p in ties[:4]))
     for other in plans[1:4]:
         reasons = []
         cheaper_hourly = other.offer.price_per_gpu_hour_usd < best.offer.price_per_gpu_hour_usd
@@ -406,16 +566,18 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float) -> list[s
         if (other.assumptions.get("wall_over_steady", 1) - 1) > (best.assumptions.get("wall_over_steady", 1) - 1) + 0.02:
             reasons.append(f"runs {other.assumptions['wall_over_steady']:.2f}x its steady-state time (interruptions, "
                            "checkpoints)")
-        if other.cost.egress_usd + other.cost.storage_usd > best.cost.egress_usd + best.cost.storage_usd + 1:
-            reasons.append("more storage/egress")
+        if (other.rank_cost_usd or 0) - other.cost_usd > (best.rank_cost_usd or 0) - best.cost_usd + 1:
+            reasons.append(f"less certain (p90 ${other.cost_p90_usd:,.0f})")
         if other.risk > best.risk:
             reasons.append(f"riskier ({other.risk:.2f})")
         diff = other.cost_usd - best.cost_usd
-        head = f"#{other.rank} {other.provider_name} {other.gpu} ({other.pricing}) costs ${diff:,.0f} more"
+        head = (f"#{other.rank} {other.provider_name} {other.gpu} ({other.pricing}) "
+                + (f"costs ${diff:,.0f} more" if diff >= 0 else f"is ${-diff:,.0f} cheaper on average"))
         if cheaper_hourly:
-            head += (f" although cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
+            head += (f", cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
                      f"${best.offer.price_per_gpu_hour_usd:.2f})")
         lines.append(head + ": " + (", ".join(reasons) if reasons else "a higher price for the same work"))
+    lines.extend(flips)
     if deadline_h is None and best.wall_hours > target_h:
         lines.append(f"no plan finishes within the default {target_h / 24:g} days; give --max-gpus or --deadline")
     return lines
@@ -429,12 +591,14 @@ def _why_none(cost: np.ndarray, wall: np.ndarray) -> list[str]:
             f"the fastest ranked plan takes {wall[fastest] / 24:.1f} days for ${cost[fastest]:,.0f}"]
 
 
-def _empty_result(req, model, workload, rejected, cands) -> PlanResult:
+def _empty_result(req, model, workload, rejected, cands, closest: list[Plan], would_fit: list[str] | None = None
+                  ) -> PlanResult:
     return PlanResult(
         workload="train", model=model.name,
         summary={"model": model.name, "params": model.total_params(), "tokens": workload.total_tokens,
                  "candidates": 0},
-        plans=[], pareto_ranks=[], why=["no offer can run this job within the constraints; see 'not ranked'"],
-        placement=classify("train", 1).model_dump(), rejected={k: v for k, v in rejected.items() if v},
-        assumptions={},
+        plans=[], pareto_ranks=[],
+        why=["no offer can run this job within the constraints; see 'not ranked'"] + list(would_fit or []),
+        placement=classify("train", max([p.nodes for p in closest] + [1])).model_dump(),
+        rejected={k: v for k, v in rejected.items() if v}, assumptions={}, closest=closest,
     )

@@ -474,26 +474,12 @@ def _model_rows() -> list[dict[str, Any]]:
 
 def _breakeven(body: BreakevenBody, catalog) -> dict[str, Any]:
     """`compare_self_host_to_apis`, priced from the app's catalog (the one `--db` chose)."""
-    from gpuplan.economics.ownership import rental_prices_from_offers
     from gpuplan.economics.self_host import compare_self_host_to_apis
-    from gpuplan.errors import UsageError
 
     _check_model(body.model)
-    price, source = body.price_per_gpu_hour, None
-    if price is None:
-        gpu_id = catalog.gpu(body.gpu).id
-        found = catalog.offers(gpu=gpu_id, pricing="on_demand")
-        rents = rental_prices_from_offers([o.price_per_gpu_hour_usd for o in found])
-        if not rents:
-            raise UsageError(f"no on-demand {gpu_id} offers in the catalog; give price_per_gpu_hour")
-        price = rents["cheapest on-demand"]
-        newest = max(o.as_of for o in found)
-        source = f"cheapest of {len(found)} on-demand offers in the catalog (newest {newest})"
-    out = compare_self_host_to_apis(
+    return compare_self_host_to_apis(
         body.model, body.tokens_per_month, input_share=body.input_share, api=body.api or None, gpu=body.gpu,
-        price_per_gpu_hour=price, output_len=body.output_len, precision=body.precision, engine=body.engine,
-        max_ttft_ms=body.max_ttft_ms, max_tpot_ms=body.max_tpot_ms, target_utilization=body.target_utilization,
-        eng_usd_per_month=body.eng_usd_per_month)
-    if source is not None:
-        out["price_source"] = source
-    return out
+        price_per_gpu_hour=body.price_per_gpu_hour, output_len=body.output_len, precision=body.precision,
+        engine=body.engine, max_ttft_ms=body.max_ttft_ms, max_tpot_ms=body.max_tpot_ms, offline=body.offline,
+        target_utilization=body.target_utilization, eng_usd_per_month=body.eng_usd_per_month,
+        peak_factor=body.peak_factor, redundancy=body.redundancy, catalog=catalog)

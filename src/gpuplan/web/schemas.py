@@ -231,14 +231,19 @@ class BreakevenBody(BaseModel):
     api: Annotated[list[Name], Field(max_length=10)] | None = Field(
         default=None, description="API ids to compare; default: every API serving the model, plus nearest models")
     gpu: Name = "H100-SXM"
-    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4, description="default: cheapest on-demand")
+    price_per_gpu_hour: float | None = Field(
+        default=None, gt=0, le=1e4,
+        description="default: median on-demand price of hyperscaler/neocloud offers, one vote per provider")
     output_len: int = Field(default=1000, ge=1, le=1_000_000)
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
-    max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6)
+    max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7, description="default 2000 unless offline")
+    max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6, description="default 50 unless offline")
+    offline: bool = Field(default=False, description="no latency target: capacity at max throughput")
     target_utilization: float = Field(default=0.8, gt=0, le=1)
-    eng_usd_per_month: float = Field(default=0.0, ge=0, le=1e9)
+    eng_usd_per_month: float | None = Field(default=None, ge=0, le=1e9, description="default 8000 (~0.4 FTE)")
+    peak_factor: float | None = Field(default=None, ge=1, le=100, description="peak / average traffic; default 2.0")
+    redundancy: bool = Field(default=True, description="N+1: one spare replica")
 
 
 class SizeBody(BaseModel):

@@ -1,0 +1,113 @@
+"""Per-architecture efficiency factors relative to NVIDIA Hopper, for training and serving.
+
+The training curve (data/training-efficiency.json) and the serving roofline
+(data/inference-efficiency.json) were fitted mostly on A100 and H100 runs, so on their own
+they assume every accelerator reaches Hopper's share of its dense peak. The factors here
+correct that per GPU architecture: 1.0 for Hopper by definition, a median over public
+measurements (MLPerf Training/Inference v4.0-v5.1, TensorRT-LLM and Intel Gaudi performance
+tables, Megatron-LM/PaLM/Llama 3 MFU reports, MosaicML/Databricks MI250 posts) for the
+others, or a stated prior where no measurement was found. Every row and its source is in
+data/vendor-runs.csv; scripts/fit_vendor_efficiency.py writes data/vendor-efficiency.json.
+
+    training: multiplies the achieved-compute fraction eta (TrainingEfficiency.eta)
+    serving:  multiplies eta_c and eta_bw together (equivalently the engine factor)
+
+p10/p90 are multiplicative bounds from leave-one-source-out refits, at least +-15 %.
+An architecture nobody measured gets a pessimistic prior, never parity.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+FACTOR_FILE = "vendor-efficiency.json"
+REGIMES = ("training", "serving")
+ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell",
+                 "CDNA2", "CDNA3", "CDNA4", "Gaudi2", "Gaudi3", "TPU")
+UNKNOWN = "unknown"
+# Pessimistic default for an accelerator whose architecture is not recognised.
+UNKNOWN_PRIOR = (0.6, 0.3, 0.9)
+
+Regime = Literal["training", "serving"]
+
+# (architecture, pattern) checked in order on the lower-cased id with '_'/' ' as '-'.
+# Blackwell before Hopper (gb200 must not read as h200), Ada before Ampere (rtx-6000-ada).
+_RULES: tuple[tuple[str, str], ...] = (
+    ("Blackwell", r"gb300|gb200|b300|b200|b100|rtx-?5090|rtx-pro-?6000|pro-6000-blackwell|blackwell"),
+    ("Hopper", r"gh200|h200|h100|h800|(^|-)h20($|-)|hopper"),
+    ("Ada", r"ada|(^|-)l40s?($|-)|(^|-)l4($|-)|rtx-?40[6-9]0|(^|-)l20($|-)"),
+    ("Ampere", r"a100|a800|(^|-)a10g?($|-)|(^|-)a[0-9]{2}($|-)|rtx-?a[0-9]{4}|rtx-?30[5-9]0|ampere"),
+    ("Turing", r"(^|-)t4($|-)|turing|rtx-?20[6-8]0|quadro-rtx"),
+    ("Volta", r"v100|volta|titan-v"),
+    ("CDNA4", r"mi35[05]x?"),
+    ("CDNA3", r"mi30[0a]x?|mi325x?"),
+    ("CDNA2", r"mi2[0-9]0x?"),
+    ("Gaudi3", r"gaudi-?3|hl-?325"),
+    ("Gaudi2", r"gaudi-?2|hl-?225"),
+    ("TPU", r"tpu|trillium|ironwood"),
+)
+
+
+@dataclass(frozen=True)
+class VendorFactor:
+    """One architecture's factor for one regime, with its uncertainty and provenance."""
+
+    factor: float
+    p10: float
+    p90: float
+    basis: str  # "fitted" (from rows of vendor-runs.csv) or "prior" (stated, no row)
+    arch: str
+    note: str
+    n_rows: int
+
+
+def infer_arch(gpu_id: str, vendor: str = "") -> str:
+    """Architecture from a GPU name alone (no table): 'MI300X' -> 'CDNA3', 'RTX-4090' -> 'Ada'."""
+    name = re.sub(r"[\s_]+", "-", str(gpu_id).strip().lower())
+    for arch, pattern in _RULES:
+        if re.search(pattern, name):
+            return arch
+    v = str(vendor).strip().lower()
+    if v == "google":
+        return "TPU"
+    return UNKNOWN
+
+
+@lru_cache(maxsize=1)
+def load() -> dict:
+    """The fitted factors shipped with the package (empty sections if the file is absent)."""
+    try:
+        text = resources.files("gpuplan.perf.data").joinpath(FACTOR_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        return {"training": {}, "serving": {}, "gpu_arch": {}}
+    return json.loads(text)
+
+
+def arch_of(gpu_id: str, vendor: str = "") -> str:
+    """Architecture id of a catalog GPU id (table first, then the name), else 'unknown'."""
+    table = load().get("gpu_arch", {})
+    if gpu_id in table:
+        return table[gpu_id]
+    lowered = {k.lower(): v for k, v in table.items()}
+    key = str(gpu_id).strip().lower()
+    if key in lowered:
+        return lowered[key]
+    return infer_arch(gpu_id, vendor)
+
+
+def factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
+    """The efficiency factor for a GPU in 'training' or 'serving' (see the module docstring)."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    arch = arch_of(gpu_id, vendor)
+    entry = load().get(regime, {}).get(arch)
+    if entry is None:
+        f, lo, hi = UNKNOWN_PRIOR
+        return VendorFactor(f, lo, hi, "prior", arch,
+                            f"architecture of {gpu_id!r} not recognised: pessimistic prior", 0)
+    return VendorFactor(float(entry["factor"]), float(entry["p10"]), float(entry["p90"]), str(entry["basis"]),
+                        arch, str(entry.get("note", "")), int(entry.get("n_rows", 0)))
