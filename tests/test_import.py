@@ -285,3 +285,34 @@ def test_valid_rows_always_import(prop_store):
     o = store.snapshot_offers(store.latest_complete()["user:prop"])[0]
     assert (o.gpu, o.price_per_gpu_hour_usd, o.commitment_term_h, o.as_of) == ("A100-80GB-SXM", 1.2, 8760.0,
                                                                               dt.date(2026, 2, 1))
+
+
+def test_private_cluster_import_plans_with_its_own_size_and_fabric(cli, tmp_path, db):
+    """The README's use case: a private provider known only from an import works in planning, and
+    a cluster of N nodes is N nodes, on the fabric the file states."""
+    f = write(tmp_path, "mine.csv", HEADER + ",cluster,fabric_gbps_per_node,max_nodes,interconnect\n"
+              "mycluster,8xH100,H100,8,us,reserved,16,yes,3200,4,infiniband\n")
+    code, out, err = cli("catalog", "import", str(f), "--name", "mine", "--db", db)
+    assert code == 0, err
+    code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--providers", "mycluster",
+                         "--json", "--db", db)
+    assert code == 0, err
+    plans = json.loads(out)["plans"]
+    assert plans and all(p["provider"] == "mycluster" and p["nodes"] <= 4 for p in plans)
+    assert plans[0]["assumptions"]["fabric_gbps_per_node"] == 3200
+    assert plans[0]["assumptions"]["fabric_basis"] == "known"
+    # a one-node private box is never clustered
+    code, out, err = cli("plan", "serve", "--model", "llama-3.1-8b", "--requests-per-s", "1", "--providers",
+                         "mycluster", "--json", "--db", db)
+    assert code == 0, err
+    assert json.loads(out)["plans"][0]["provider_name"] == "mycluster"
+
+
+@pytest.mark.parametrize("cell, message", [("maybe", "not yes or no"), ("", None)])
+def test_cluster_column_is_yes_or_no(cli, tmp_path, db, cell, message):
+    f = write(tmp_path, "c.csv", HEADER + ",cluster\nmine,8xH100,H100,8,us,on_demand,16," + cell + "\n")
+    code, out, err = cli("catalog", "import", str(f), "--db", db)
+    if message:
+        assert code != 0 and message in err and "Traceback" not in err
+    else:
+        assert code == 0, err

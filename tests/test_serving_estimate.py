@@ -85,11 +85,12 @@ def test_throughput_rises_and_latency_grows_with_concurrency(models):
 def test_latency_targets_pick_highest_throughput_that_meets_them(models):
     m = models["llama-3.1-8b"]
     free = estimate_serving(m, "H100", input_len=1000, output_len=500)
-    capped = estimate_serving(m, "H100", input_len=1000, output_len=500, max_tpot_ms=20)
-    assert capped.meets_targets and capped.tpot_ms <= 20
+    cap = round(free.tpot_ms * 0.6, 1)  # a target the max-throughput point misses
+    capped = estimate_serving(m, "H100", input_len=1000, output_len=500, max_tpot_ms=cap)
+    assert capped.meets_targets and capped.tpot_ms <= cap
     assert capped.output_tokens_per_s < free.output_tokens_per_s
     one_more = estimate_serving(m, "H100", input_len=1000, output_len=500, concurrency=int(capped.concurrency) + 1)
-    assert one_more.tpot_ms > 20
+    assert one_more.tpot_ms > cap
     never = estimate_serving(m, "H100", input_len=1000, output_len=500, max_tpot_ms=0.5)
     assert never.meets_targets is False
 

@@ -48,7 +48,8 @@ def test_stored_fit_reports_loo_next_to_in_sample():
     live = v.errors(fitted_efficiency())
     stored = {(r["row_id"], r["metric"]): r["error_pct"] for r in doc["rows"]}
     for e in live:
-        assert 100 * e["error"] == pytest.approx(stored[(e["row_id"], e["metric"])], abs=0.2)
+        # parameters are stored to 4 decimals: a 4000% error row moves by a few tenths
+        assert 100 * e["error"] == pytest.approx(stored[(e["row_id"], e["metric"])], abs=0.2, rel=1e-3)
 
 
 def test_parameters_are_few_and_physical():

@@ -52,6 +52,7 @@ class ArchInfo:
     attention_kernel: str
     engines: dict[str, str | None] = field(default_factory=dict)
     fallback_16bit: str | None = None
+    software: str | None = None  # the stack a non-CUDA architecture needs
 
 
 def arch_info(gpu: Gpu) -> ArchInfo | None:
@@ -61,7 +62,7 @@ def arch_info(gpu: Gpu) -> ArchInfo | None:
         return None
     return ArchInfo(name=name, precisions=frozenset(d["precisions"]), flash_attention=d.get("flash_attention"),
                     attention_kernel=d.get("attention_kernel", ""), engines=dict(d.get("engines", {})),
-                    fallback_16bit=d.get("fallback_16bit"))
+                    fallback_16bit=d.get("fallback_16bit"), software=d.get("software"))
 
 
 def _has_precision(gpu: Gpu, info: ArchInfo | None, precision: str) -> bool:
@@ -93,6 +94,8 @@ def resolve_training(gpu: Gpu, precision: str) -> Resolution:
     if not fa:
         notes.append(f"no FlashAttention-2 on {info.name}: attention scores are materialised "
                      f"({info.attention_kernel}), costing memory and time")
+    if info is not None and info.software:
+        notes.append(f"software: {info.software}")
     return Resolution(True, used, flash_attention=fa, notes=tuple(notes))
 
 

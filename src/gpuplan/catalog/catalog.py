@@ -43,8 +43,11 @@ class Catalog:
         from gpuplan.catalog.deployability import with_deployability
 
         self.gpus = gpus
-        self.providers = providers
         self._offers = tuple(with_deployability(o) for o in offers)
+        # A provider known only from the user's imports (a private cluster) is a provider like any
+        # other, with every attribute unknown.
+        missing = {o.provider for o in self._offers} - set(providers)
+        self.providers = {**providers, **{pid: _imported_provider(pid) for pid in sorted(missing)}}
         self.origin = origin
 
     @classmethod
@@ -87,10 +90,7 @@ class Catalog:
         """The provider of an offer; one known only from the user's imports (a private cluster) gets
         a record whose attributes are all unknown."""
         p = self.providers.get(provider_id)
-        if p is not None:
-            return p
-        return Provider(id=provider_id, name=provider_id, kind="neocloud", kind_unverified=True,
-                        notes="imported by the user: attributes unknown", source="user import")
+        return p if p is not None else _imported_provider(provider_id)
 
     def gpu_ids_matching(self, name: str) -> set[str]:
         """Every GPU id a user's name means: 'H100' is all H100 variants, 'H100-PCIe' one."""
@@ -196,6 +196,11 @@ class Catalog:
                 "newest_price": max((o.as_of for o in offers), default=None),
             })
         return rows
+
+
+def _imported_provider(provider_id: str) -> Provider:
+    return Provider(id=provider_id, name=provider_id, kind="neocloud", kind_unverified=True,
+                    notes="known only from the user's imports: attributes unknown", source="user import")
 
 
 def _check_kind(k: str) -> set[str]:

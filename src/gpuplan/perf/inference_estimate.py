@@ -149,6 +149,10 @@ class _Replica:
             link = (ic["pcie_gen5_gb_per_s"] if gen5 else ic["pcie_gen4_gb_per_s"]) * 1e9
             lat = eff.allreduce_latency_us * 1e-6 * ic["pcie_latency_factor"]
         gemm_peak = gpu.peak_tflops(wf.compute)
+        # The architecture's serving efficiency relative to Hopper (perf/data/vendor-efficiency.json).
+        from gpuplan.perf.vendor_efficiency import applied_factor
+
+        self.arch_factor = af = applied_factor(gpu.id, "serving", gpu.vendor).factor
         expert_bytes = shape.expert_params * wf.bytes_per_param / tp
         dense_read = mem.weight_bytes(shape, wf.bytes_per_param) - shape.routed_expert_params * wf.bytes_per_param
         dense_read -= shape.input_embedding_params * mem.EMBEDDING_BYTES_PER_PARAM  # lookup, not a GEMM
@@ -157,9 +161,9 @@ class _Replica:
             shape=shape, tp=tp, dp_attention=dp_attention and bool(shape.n_experts),
             weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
             kv_bytes_per_token_gpu=self.kv_bytes_token_gpu,
-            bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw,
-            gemm_flops_s=gemm_peak * 1e12 * eff.eta_c * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0),
-            attn_flops_s=gpu.peak_tflops("bf16") * 1e12 * eff.eta_c,
+            bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw * af,
+            gemm_flops_s=gemm_peak * 1e12 * eff.eta_c * af * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0),
+            attn_flops_s=gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af,
             allreduce_latency_s=lat, link_bytes_s=link * ic["link_efficiency"],
             engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
         )
@@ -299,6 +303,7 @@ def estimate_serving(
     }
     assumptions = {
         "engine": eng.name, "engine_factor": engine_factor(eff, eng), "eta_bw": eff.eta_bw, "eta_c": eff.eta_c,
+        "architecture_factor": rep.arch_factor,
         "allreduce_latency_us": eff.allreduce_latency_us, "step_overhead_ms": eff.step_overhead_ms,
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,

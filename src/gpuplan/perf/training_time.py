@@ -48,6 +48,7 @@ class GpuFeatures:
     scaleup_bytes_s: np.ndarray  # unidirectional bytes/s per GPU inside its NVLink domain
     scaleup_domain: np.ndarray  # GPUs that share that domain (2 for bridged PCIe cards)
     pcie_bytes_s: np.ndarray
+    arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -62,6 +63,14 @@ def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
     return gpus_per_node
 
 
+def arch_factors(gpus: list[Gpu]) -> np.ndarray:
+    """Training efficiency of each GPU's architecture relative to Hopper (perf/data/vendor-efficiency.json):
+    fitted to MLPerf and published MFU where measured, a stated pessimistic prior elsewhere."""
+    from gpuplan.perf.vendor_efficiency import applied_factor
+
+    return np.array([applied_factor(g.id, "training", g.vendor).factor for g in gpus], dtype=np.float64)
+
+
 def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEfficiency) -> GpuFeatures:
     gpn = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.float64), (len(gpus),))
     peak = np.array([g.peak_tflops(precision) for g in gpus], dtype=np.float64)
@@ -73,6 +82,7 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
                                   else eff.pcie_gbs * 1e9 for g in gpus], dtype=np.float64),
         scaleup_domain=np.array([nvlink_domain(g, int(n)) for g, n in zip(gpus, gpn)], dtype=np.float64),
         pcie_bytes_s=np.full(len(gpus), eff.pcie_gbs * 1e9),
+        arch_factor=arch_factors(gpus),
     )
 
 
@@ -110,7 +120,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     if efficiency_override is not None:
         eta = f64(efficiency_override)
     else:
-        eta = eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision)
+        eta = eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * feats.arch_factor
         hw_tok = hw_tok + routed_expert_extra_flops(shape, wl, eff)
     hw = hw_tok[rc.astype(np.int64)]
     if wl.method == "qlora":

@@ -113,7 +113,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
         risk, notes = _serving_risk(o, provider, lam, rtt, spare)
         notes = list(res.notes) + notes
-        if abs(vb.factor - 1.0) > 1e-9 or vb.basis != "fitted":
+        if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
             notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
         rc = float(ranking_cost(compute, egress, spread.cost)) + p90_extra * 0.5
         plans.append(dict(

@@ -452,7 +452,7 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
         risk += 0.1
         notes.append("price unverified")
     vb = r["vendor"]
-    if abs(vb.factor - 1.0) > 1e-9 or vb.basis != "fitted":
+    if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
         risk += 0.1 if vb.arch not in ("Hopper", "Ampere") else 0.0
         notes.append(f"{vb.arch} training efficiency x{vb.factor:.2f} of Hopper's ({vb.basis}"
                      f"{': ' + vb.note if vb.note else ''})")

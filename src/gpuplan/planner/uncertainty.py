@@ -81,11 +81,9 @@ class VendorBand:
 
 def vendor_band(gpu_id: str, regime: str) -> VendorBand:
     """The efficiency factor of a GPU's architecture against Hopper, and its spread."""
-    try:
-        from gpuplan.perf.vendor_efficiency import factor
-    except ModuleNotFoundError:  # TEMP until the vendor fit lands
-        return VendorBand(1.0, 0.0, "unknown", "prior", "")
-    f = factor(gpu_id, regime)
+    from gpuplan.perf.vendor_efficiency import applied_factor
+
+    f = applied_factor(gpu_id, regime)
     sigma = math.log(max(f.p90, f.factor * 1.0001) / max(min(f.p10, f.factor), 1e-6)) / (2 * Z90) \
         if f.p90 > 0 and f.p10 > 0 else 0.3
     return VendorBand(factor=float(f.factor), sigma=float(sigma), arch=f.arch, basis=f.basis, note=f.note)

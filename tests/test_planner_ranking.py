@@ -1,0 +1,77 @@
+"""Ranking parts: distinct choices, the network an offer may assume, uncertainty bands and flips."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog.records import Offer
+from gpuplan.planner.distinct import collapse
+from gpuplan.planner.network import default_gbps_per_node, offer_network
+from gpuplan.planner.uncertainty import Spread, band, flip_analysis, price_sigma, ranking_cost
+
+
+def _offer(**kw) -> Offer:
+    base = dict(provider="p", instance_type="i", gpu="H100-SXM", gpus_per_node=8, region="r", pricing="on_demand",
+                price_per_hour_usd=16.0, price_per_gpu_hour_usd=2.0, as_of=dt.date.today(), source="s",
+                confidence="primary")
+    base.update(kw)
+    return Offer(**base)
+
+
+def test_collapse_keeps_the_first_of_each_choice_and_lists_the_rest():
+    rows = [("a", 100.0, "eu"), ("a", 102.0, "us"), ("a", 110.0, "ap"), ("b", 101.0, "eu")]
+    kept, also = collapse(range(4), key_of=lambda j: rows[j][0], cost_of=lambda j: rows[j][1],
+                          where_of=lambda j: rows[j][2])
+    assert kept == [0, 2, 3]  # 102 is within 3% of 100; 110 is not
+    assert also == {0: ["us"]}
+
+
+def test_unknown_network_is_pessimistic_and_vm_labels_do_not_count():
+    unknown = offer_network(_offer(interconnect=None))
+    assert unknown.basis == "assumed" and unknown.gbps_per_node == default_gbps_per_node("unknown") == 25
+    assert not unknown.multi_node
+    vm = offer_network(_offer(interconnect="infiniband", cluster=False))  # provider label on a single VM
+    assert vm.fabric == "unknown" and not vm.multi_node
+    ib = offer_network(_offer(interconnect="infiniband", cluster=True, fabric_gbps_per_node=3200))
+    assert ib.basis == "known" and ib.gbps_per_gpu(8) == 400 and ib.multi_node
+    label = offer_network(_offer(interconnect="roce", cluster=True))
+    assert label.basis == "label_only" and label.gbps_per_node == 400
+
+
+def test_price_spread_grows_with_age_and_weaker_sources():
+    fresh = price_sigma(_offer())
+    old = price_sigma(_offer(as_of=dt.date.today() - dt.timedelta(days=365)))
+    blog = price_sigma(_offer(confidence="third-party"))
+    assert fresh < blog and fresh < old
+    assert old == pytest.approx(math.hypot(0.03, 0.30), rel=0.01)
+
+
+def test_band_brackets_the_expected_cost_and_widens_with_uncertainty():
+    narrow = band(100.0, 1000.0, 50.0, Spread(0.05, 0.0, 0.0, 0.02), None, seed=1)
+    wide = band(100.0, 1000.0, 50.0, Spread(0.30, 0.2, 0.1, 0.2), None, seed=1)
+    for b in (narrow, wide):
+        assert b["cost_p10_usd"] < 1050.0 < b["cost_p90_usd"] * 1.01
+        assert b["wall_p10_hours"] < 100.0 < b["wall_p90_hours"]
+    assert wide["cost_p90_usd"] - wide["cost_p10_usd"] > 3 * (narrow["cost_p90_usd"] - narrow["cost_p10_usd"])
+    # failure samples stretch the wall time: the band follows them
+    samples = np.full(2000, 130.0)
+    late = band(100.0, 1000.0, 0.0, Spread(0.0, 0.0, 0.0, 0.0), samples, seed=1)
+    assert late["wall_p50_hours"] == pytest.approx(130.0) and late["cost_p50_usd"] == pytest.approx(1300.0)
+
+
+def test_ranking_cost_penalises_uncertainty():
+    sure, unsure = ranking_cost([1000.0, 970.0], [0.0, 0.0], [0.05, 0.4])
+    assert sure < unsure
+
+
+def test_flip_analysis_states_the_price_gap():
+    first = {"rank_cost": 1000.0, "compute_usd": 1000.0, "cost_sigma": 0.0, "other_usd": 0.0,
+             "cost_at_rate": lambda m: 1000.0 * (1 + 0.01 * m)}
+    second = {"rank_cost": 1100.0, "compute_usd": 1100.0, "cost_sigma": 0.0, "other_usd": 0.0}
+    lines = flip_analysis(first, second)
+    assert lines[0].startswith("#1's price +10%")
+    assert "efficiency (MFU / throughput) -9%" in lines[1]
+    assert "x10" in lines[2]

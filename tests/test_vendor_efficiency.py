@@ -1,0 +1,148 @@
+"""Per-architecture efficiency factors: shipped JSON vs a refit, bands, priors, the row table, the reader."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuplan.perf import vendor_efficiency as ve
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "src/gpuplan/perf/data/vendor-runs.csv"
+GPUS = ROOT / "src/gpuplan/catalog/data/gpus.csv"
+SHIPPED = ROOT / "src/gpuplan/perf/data/vendor-efficiency.json"
+
+
+@pytest.fixture(scope="module")
+def fit():
+    spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", ROOT / "scripts/fit_vendor_efficiency.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return json.loads(SHIPPED.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def rows():
+    with open(RUNS, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_shipped_json_matches_a_refit_of_the_csv(fit, shipped):
+    fresh = fit.fit_all()
+    assert json.dumps(fresh, indent=1) + "\n" == SHIPPED.read_text(encoding="utf-8"), \
+        "vendor-efficiency.json is stale: run python scripts/fit_vendor_efficiency.py"
+
+
+def test_every_architecture_has_both_regimes_and_a_known_basis(shipped):
+    for regime in ve.REGIMES:
+        assert set(shipped[regime]) == set(ve.ARCHITECTURES)
+        for arch, e in shipped[regime].items():
+            assert e["basis"] in ("fitted", "prior"), (regime, arch)
+            assert e["note"], (regime, arch)
+            if e["basis"] == "fitted":
+                assert e["n_rows"] >= 1 and e["n_sources"] >= 1, (regime, arch)
+            else:
+                assert e["n_rows"] == 0, (regime, arch)
+
+
+def test_hopper_is_the_reference(shipped):
+    for regime in ve.REGIMES:
+        assert shipped[regime]["Hopper"]["factor"] == 1.0
+
+
+def test_no_parity_for_other_architectures_without_data(shipped):
+    for regime in ve.REGIMES:
+        for arch, e in shipped[regime].items():
+            if arch != "Hopper" and e["basis"] != "fitted":
+                assert e["factor"] != 1.0, f"{regime}/{arch}: parity without data"
+                assert e["factor"] < 1.0, f"{regime}/{arch}: a prior should not favour an unmeasured architecture"
+
+
+def test_bands_contain_the_factor_with_the_floor(shipped):
+    for regime in ve.REGIMES:
+        for arch, e in shipped[regime].items():
+            assert 0 < e["p10"] <= e["factor"] <= e["p90"], (regime, arch, e)
+            if e["basis"] == "fitted":
+                assert e["p10"] <= 0.85 * e["factor"] + 1e-3 and e["p90"] >= 1.15 * e["factor"] - 1e-3, (regime, arch, e)
+            if e["basis"] == "fitted" and e["n_sources"] == 1:
+                assert e["p10"] <= 0.7 * e["factor"] + 1e-3 and e["p90"] >= 1.3 * e["factor"] - 1e-3, (regime, arch, e)
+
+
+def test_every_catalog_gpu_maps_to_a_known_architecture(shipped):
+    with open(GPUS, newline="", encoding="utf-8") as f:
+        ids = [r["id"] for r in csv.DictReader(f)]
+    for gpu in ids + ["B300", "GB300", "RTX-PRO-6000", "H20"]:
+        assert shipped["gpu_arch"].get(gpu) in ve.ARCHITECTURES, gpu
+        assert ve.arch_of(gpu) in ve.ARCHITECTURES, gpu
+
+
+def test_every_row_has_a_source_a_date_and_a_valid_reference(rows):
+    ids = {r["row_id"] for r in rows}
+    assert len(ids) == len(rows), "duplicate row_id"
+    for r in rows:
+        assert r["source"].strip() and r["source_id"].strip(), r["row_id"]
+        assert re.fullmatch(r"(19|20)\d\d(-[01]\d)?", r["date"]), (r["row_id"], r["date"])
+        assert r["regime"] in ve.REGIMES and r["use"] in ("0", "1"), r["row_id"]
+        assert float(r["measured"]) > 0 and int(r["gpu_count"]) > 0, r["row_id"]
+        if r["use"] == "0":
+            assert r["skip_reason"].strip(), f"{r['row_id']}: unused without a reason"
+        if r["ref_row"]:
+            assert r["ref_row"] in ids, r["row_id"]
+        elif r["use"] == "1":
+            assert ve.infer_arch(r["gpu_id"]) == "Hopper", f"{r['row_id']}: a used non-reference row needs a reference"
+
+
+def test_used_serving_comparisons_carry_the_estimator_roof(rows):
+    for r in rows:
+        if r["regime"] == "serving" and r["use"] == "1" and r["ref_row"]:
+            assert float(r["model_speed_ratio"]) > 0, f"{r['row_id']}: run --refresh-model-ratios"
+
+
+def test_cdna3_training_factor_is_the_median_of_its_rows(shipped, rows):
+    """Pinned: CDNA3 training = geometric median of the four MLPerf LoRA rows (MI300X ~0.68-0.72, MI325X ~0.94-0.98)."""
+    ratios = sorted(v["ratio"] for v in shipped["rows"].values() if v["regime"] == "training" and v["arch"] == "CDNA3")
+    assert len(ratios) == 4
+    median = math.exp((math.log(ratios[1]) + math.log(ratios[2])) / 2)
+    e = shipped["training"]["CDNA3"]
+    assert e["factor"] == pytest.approx(median, rel=0.005)
+    assert e["factor"] == pytest.approx(0.82, abs=0.03)
+    # the MI300X row recomputed by hand from the CSV: (MI300X / H200 samples/s) x H200->H100 x (H100 / MI300X fp8 peak)
+    by_id = {r["row_id"]: r for r in rows}
+    mi, h200 = float(by_id["T50-LORA8-MI300X"]["measured"]), float(by_id["T50-LORA8-H200"]["measured"])
+    hand = mi / h200 * shipped["hopper_relative"]["training"]["H200-SXM"] * 1978.9 / 2614.9
+    assert shipped["rows"]["T50-LORA8-MI300X"]["ratio"] == pytest.approx(hand, rel=0.002)
+
+
+def test_amd_no_longer_outranks_hopper_per_peak(shipped):
+    """The motivation: MI300X at Hopper efficiency would beat H100 by its 1.32x peak; the factors keep it near H100."""
+    for regime in ve.REGIMES:
+        effective = shipped[regime]["CDNA3"]["factor"] * 2614.9 / 1978.9
+        assert 0.8 < effective < 1.2, (regime, effective)
+
+
+def test_reader_factor_and_arch(shipped):
+    f = ve.factor("MI300X", "training")
+    assert f.arch == "CDNA3" and f.basis == "fitted" and f.factor == shipped["training"]["CDNA3"]["factor"]
+    assert f.p10 <= f.factor <= f.p90 and f.n_rows == 4
+    assert ve.factor("H100-SXM", "serving").factor == 1.0
+    assert ve.factor("V100-SXM2-32GB", "serving").basis == "prior"
+    assert ve.arch_of("GB200") == "Blackwell" and ve.arch_of("GH200") == "Hopper" and ve.arch_of("RTX-6000-Ada") == "Ada"
+    assert ve.arch_of("Gaudi 3 HL-325L") == "Gaudi3" and ve.arch_of("mystery-chip", vendor="Google") == "TPU"
+
+
+def test_reader_unknown_gpu_gets_a_pessimistic_prior():
+    f = ve.factor("NoSuchAccelerator-9000", "serving")
+    assert f.arch == ve.UNKNOWN and f.basis == "prior" and f.n_rows == 0
+    assert f.factor < 1.0 and f.p10 <= f.factor <= f.p90
+    with pytest.raises(ValueError):
+        ve.factor("H100-SXM", "inference")
