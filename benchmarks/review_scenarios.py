@@ -46,8 +46,11 @@ def main(argv: list[str]) -> int:
             top = f"{p.provider_name} {shape} {p.pricing} ({p.region or '?'}){when}, {p.precision}"
             band = f"{_money(p.cost_usd)} ({_money(p.cost_p10_usd)}-{_money(p.cost_p90_usd)})"
             flips = res.summary.get("flips_first") or []
-            why = flips[0].split("would rank first with: ", 1)[-1] if flips else "only plan"
-            why = f"#2 needs {why}" if flips else why
+            why = flips[0].split("would rank first with: ", 1)[-1] if flips else "the only plan that fits"
+            if flips:
+                why = why.replace("#1's achieved efficiency (MFU / throughput)", "its efficiency").replace(
+                    "#1's failure/preemption rate", "its failure rate").replace("#1's price", "its price")
+                why = "cheapest at the 75th percentile; #2 ranks first if " + why.split("; or no failure")[0]
             tied = [q for q in res.plans if q.ties_first]
             ties = f"{len(tied)}: " + ", ".join(f"{q.provider_name} {q.gpu}" for q in tied[:3]) if tied else "none"
         if md:

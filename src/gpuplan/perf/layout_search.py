@@ -17,6 +17,8 @@ count, memory once per layout, and time once per GPU type on the layouts that fi
 """
 from __future__ import annotations
 
+import collections
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,14 +209,8 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
     """Best layout for every (GPU type, count). `keep_ranked` > 0 keeps that many runners-up."""
     counts = np.atleast_1d(np.asarray(counts, dtype=np.int64))
     K, G = len(counts), len(gpus)
-    lay = enumerate_layouts(shape, wl, counts, gpus_per_node, fixed, grid_mode=grid_mode)
-    if not keep_ranked:  # sweeps: structurally invalid layouts need neither memory nor time
-        keep = lay["reason"] < 0
-        lay = {k: a[keep] for k, a in lay.items()}
+    lay, mem = _layouts_and_memory(shape, wl, counts, gpus_per_node, fixed, grid_mode, bool(keep_ranked), overhead_gib)
     valid = lay["reason"] < 0
-    mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
-                                 lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"],
-                                 overhead_gib=overhead_gib)
     total_mem = mem["total"]
     feats = gpu_features(gpus, wl.precision, gpus_per_node, eff)
     inter = np.broadcast_to(np.asarray(inter_node_bytes_s, dtype=np.float64), (G,))
@@ -269,6 +265,35 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
     return SearchResult(step_time_s=best_t, fits=np.isfinite(best_t), best_index=best_i, min_memory_bytes=min_mem,
                         min_memory_index=min_mem_idx, layouts=lay, memory=mem, rejected=rejected, ranked=ranked,
                         parts=parts)
+
+
+# Layouts and their memory depend on the model, workload, counts and node size only, not on the
+# GPU type or the network: the planner's groups (one per network speed) share them.
+_LAYOUT_CACHE: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+_LAYOUT_CACHE_SIZE = 64
+_LAYOUT_CACHE_LOCK = threading.Lock()
+
+
+def _layouts_and_memory(shape, wl, counts, gpus_per_node, fixed, grid_mode, keep_invalid, overhead_gib):
+    key = (repr(shape), wl.model_dump_json(exclude={"tokens", "epochs", "dataset_tokens"}), wl.batch,
+           tuple(counts.tolist()), gpus_per_node, repr(fixed), grid_mode, keep_invalid, overhead_gib)
+    with _LAYOUT_CACHE_LOCK:
+        hit = _LAYOUT_CACHE.get(key)
+        if hit is not None:
+            _LAYOUT_CACHE.move_to_end(key)
+            return hit
+    lay = enumerate_layouts(shape, wl, counts, gpus_per_node, fixed, grid_mode=grid_mode)
+    if not keep_invalid:  # sweeps: structurally invalid layouts need neither memory nor time
+        keep = lay["reason"] < 0
+        lay = {k: a[keep] for k, a in lay.items()}
+    mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
+                                 lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"],
+                                 overhead_gib=overhead_gib)
+    with _LAYOUT_CACHE_LOCK:
+        _LAYOUT_CACHE[key] = (lay, mem)
+        while len(_LAYOUT_CACHE) > _LAYOUT_CACHE_SIZE:
+            _LAYOUT_CACHE.popitem(last=False)
+    return lay, mem
 
 
 def _group_argmin(keys: np.ndarray, values: np.ndarray):

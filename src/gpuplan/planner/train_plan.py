@@ -35,8 +35,9 @@ DEFAULT_MAX_WALL_DAYS = 90.0
 NODE_COUNTS = tuple(2**k for k in range(0, 15))  # 1 .. 16,384 nodes
 MONTE_CARLO_TOP = 20
 MONTE_CARLO_TRIALS = 2000
-# Past this, restarts and rework dominate and the Daly model's assumptions no longer hold.
-MAX_WALL_OVER_STEADY = 3.0
+# Past this, interruptions cost a third of the run or more: restarts and rework dominate, and a
+# synchronous job checkpointing every few minutes through hundreds of preemptions is not a plan.
+MAX_WALL_OVER_STEADY = 1.5
 # Where a provider publishes no cluster-size limit: the largest self-serve cluster we know of (AWS
 # Capacity Blocks: 64 instances). Larger clusters are contracted, with a quote, not rented from a list.
 DEFAULT_MAX_NODES_UNKNOWN = 64
@@ -124,7 +125,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
             fm = failure_cache[key]
             usable = allowed & fm["stable"]
             if not usable.any():
-                rejected["interrupted too often to make progress (wall > 3x steady state)"] += 1
+                rejected[f"interrupted too often (wall > {MAX_WALL_OVER_STEADY:g}x steady state)"] += 1
                 continue
             useful_h = np.where(usable, grid.wall_hours[i], np.nan)
             wall_h = useful_h * fm["factor"]
@@ -566,8 +567,9 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
         if (other.assumptions.get("wall_over_steady", 1) - 1) > (best.assumptions.get("wall_over_steady", 1) - 1) + 0.02:
             reasons.append(f"runs {other.assumptions['wall_over_steady']:.2f}x its steady-state time (interruptions, "
                            "checkpoints)")
-        if (other.rank_cost_usd or 0) - other.cost_usd > (best.rank_cost_usd or 0) - best.cost_usd + 1:
-            reasons.append(f"less certain (p90 ${other.cost_p90_usd:,.0f})")
+        if (other.cost_p90_usd / other.cost_usd) > (best.cost_p90_usd / best.cost_usd) * 1.02:
+            reasons.append(f"less certain (p90 {other.cost_p90_usd / other.cost_usd - 1:+.0%} vs "
+                           f"{best.cost_p90_usd / best.cost_usd - 1:+.0%})")
         if other.risk > best.risk:
             reasons.append(f"riskier ({other.risk:.2f})")
         diff = other.cost_usd - best.cost_usd

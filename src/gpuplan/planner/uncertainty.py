@@ -165,8 +165,8 @@ def flip_analysis(first: dict, runner: dict) -> list[str]:
     failure / preemption rate scaled."""
     out = []
     gap = runner["rank_cost"] - first["rank_cost"]
-    if gap <= 0:
-        return ["#2 ranks level with #1"]
+    if gap <= 0.005 * first["rank_cost"]:
+        return ["nothing: #2 costs the same within 0.5% (either will do)"]
     scale = math.exp(ranking_z() * first["cost_sigma"])
     comp = first["compute_usd"] * scale
     if comp > 0:

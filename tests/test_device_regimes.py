@@ -1,0 +1,253 @@
+"""gpuplan's training-time model in three regimes where it is known to be optimistic, against our
+own single-H100 PyTorch measurements (perf/data/device-regimes-h100.csv, HELD OUT: nothing is
+fitted to them). Measured by benchmarks/gpu/measure_regimes_h100.py on one H100 80GB HBM3 with
+torch 2.11 on 2026-11-23 (two runs of every job; they agree within ~1%); the full table is printed
+by benchmarks/validate_device_regimes.py.
+
+KNOWN SHORTFALL, pinned as it is today (error = (predicted - measured) / measured; negative =
+gpuplan predicts a faster step than ran):
+- LoRA r16 on all block linears, Llama-3.2-1B/3B shapes, s 2-4k, eager: median -27.9%
+  (measured 1.39x slower than predicted), worst -30.9%. gpuplan costs LoRA at 2/3 of full training;
+  measured LoRA steps are 0.72-0.91 of the full-training step at the same shape.
+- long context (1.1B, full training, one GPU, flash SDPA): -3% at 4k growing to -15% at 16k, and
+  with full recompute -17% at 32k and -24% at 64k (median of the >= 32k rows -20.9%, 1.27x).
+  Not the 2-3.7x of the published multi-GPU 32k-128k rows: one GPU has no context-parallel cost.
+- FP8 (block linears through torch._scaled_mm, per-tensor dynamic scaling, head in bf16), small
+  models h 768-4096, eager: median -63.6% (2.8x), worst -70.4% (3.4x) -- FP8 is SLOWER than bf16
+  there (0.52-0.78x) while gpuplan promises 1.56x. Compiled (casts fused): FP8 gives 0.98-1.34x
+  over compiled bf16 against gpuplan's 1.56x: speed-up error median -29.8%, worst -38.1%.
+- FP8 GEMM kernel alone at (8192 x h) @ (h x 4h): gpuplan's lowp_ratio 0.8 holds (measured
+  0.70-0.91, median 0.82: error +2.6%); with the per-call quantization of both operands included
+  it is 0.09-0.44 (median 0.28: -64.9%), worst at h = 768.
+- control: the bf16 rows of the FP8 shapes, measured in the same session, sit at -4.8% (eager),
+  as the earlier device-runs rows do, so the shortfalls above are not drift of the machine.
+The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
+that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import math
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog.gpus import get_gpu
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.efficiency import default_efficiency
+from gpuplan.perf.training_estimate import estimate_training
+from gpuplan.perf.training_shape import model_shape
+from gpuplan.perf.workload import finetuning, make_workload
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "validate_device_regimes.py"
+REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
+PIN_TOL = 4.0  # percentage points, either way
+# (summary group, today's median signed error %, today's worst signed error %)
+PINS = [
+    ("lora", -27.9, -30.9),
+    ("long_context", -20.9, -24.4),
+    ("long_context_all", -9.8, -24.4),
+    ("fp8", -63.6, -70.4),
+    ("fp8_speedup_eager", -62.1, -67.0),
+    ("fp8_speedup_compile", -29.8, -38.1),
+    ("fp8_bf16_ref", -4.8, -10.5),
+    ("fp8_gemm", 2.6, 13.5),
+    ("fp8_gemm_cast", -64.9, -88.6),
+]
+TRAIN_INPUTS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn", "vocab", "seq_len", "micro_batch", "params",
+                "trainable_params", "steps_timed")
+
+
+def _rows() -> list[dict]:
+    text = resources.files("gpuplan.perf.data").joinpath("device-regimes-h100.csv").read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _train(rows):
+    return [r for r in rows if r["regime"] != "fp8_gemm"]
+
+
+def _gemm(rows):
+    return [r for r in rows if r["regime"] == "fp8_gemm"]
+
+
+def _spec(row: dict) -> ModelSpec:
+    h, a, kv = int(row["hidden"]), int(row["n_heads"]), int(row["n_kv_heads"])
+    return ModelSpec(name=row["shape"], n_layers=int(row["n_layers"]), hidden_size=h, n_heads=a, n_kv_heads=kv,
+                     head_dim=h // a, ffn_size=int(row["ffn"]), gated_ffn=True, vocab_size=int(row["vocab"]),
+                     tied_embeddings=False, attention="gqa" if kv < a else "mha", max_seq_len=int(row["seq_len"]))
+
+
+def _predicted_step_s(row: dict) -> float:
+    """gpuplan at the layout the row ran with: 1 x H100-SXM, no parallelism, no accumulation."""
+    s, mb = int(row["seq_len"]), int(row["micro_batch"])
+    if row["method"] == "lora":
+        wl = finetuning(method="lora", tokens=1e9, seq_len=s, global_batch=mb, precision=row["precision"],
+                        lora_rank=int(row["lora_rank"]), lora_targets="all")
+    else:
+        wl = make_workload(kind="pretrain", method="full", tokens=1e9, seq_len=s, global_batch=mb,
+                           precision=row["precision"])
+    est = estimate_training(_spec(row), wl, "H100-SXM", 1, tp=1, pp=1, dp=1, cp=1, micro_batch=mb,
+                            recompute=row["recompute"], zero=0, n_runners_up=0)
+    assert est.layout.global_batch == mb and est.layout.micro_batches == 1
+    assert est.layout.recompute == row["recompute"] and est.method == row["method"]
+    return est.step_time_s
+
+
+def _err(pred: float, meas: float) -> float:
+    return 100.0 * (pred - meas) / meas
+
+
+@pytest.fixture(scope="module")
+def validation():
+    spec = importlib.util.spec_from_file_location("validate_device_regimes", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def summary(validation):
+    return validation.evaluate()[2]
+
+
+@pytest.fixture(scope="module")
+def recomputed() -> dict[str, np.ndarray]:
+    """The per-group errors, recomputed here from the rows without the validation script."""
+    out: dict[str, list[float]] = {}
+    preds = {}
+    for i, row in enumerate(_train(_rows())):
+        meas, pred = float(row["step_time_s"]), _predicted_step_s(row)
+        preds[i] = (row, meas, pred)
+        e = _err(pred, meas)
+        if row["regime"] == "lora" and row["mode"] == "eager":
+            out.setdefault("lora", []).append(e)
+        if row["regime"] == "long_context":
+            out.setdefault("long_context_all", []).append(e)
+            if int(row["seq_len"]) >= 32768:
+                out.setdefault("long_context", []).append(e)
+        if row["regime"] == "fp8" and row["mode"] == "eager":
+            out.setdefault("fp8" if row["precision"] == "fp8" else "fp8_bf16_ref", []).append(e)
+    # FP8 / bf16 speed-up at the same shape, mode and run.
+    pair: dict[tuple, dict] = {}
+    for row, meas, pred in preds.values():
+        if row["regime"] == "fp8":
+            key = (row["shape"], row["seq_len"], row["micro_batch"], row["mode"], row["run_id"])
+            pair.setdefault(key, {})[row["precision"]] = (meas, pred)
+    for (_, _, _, mode, _), p in pair.items():
+        (mb, pb), (mf, pf) = p["bf16"], p["fp8"]
+        out.setdefault(f"fp8_speedup_{mode}", []).append(100.0 * ((mb / mf) / (pb / pf) - 1.0))
+    # GEMM: measured lowp ratio against gpuplan's.
+    gpu = get_gpu("H100-SXM")
+    assumed = default_efficiency().lowp_ratio["fp8"]
+    tf: dict[tuple, dict] = {}
+    for r in _gemm(_rows()):
+        key = (r["gemm_m"], r["gemm_k"], r["gemm_n"], r["run_id"])
+        tf.setdefault(key, {})[r["precision"]] = float(r["gemm_tflops"])
+    for t in tf.values():
+        bf = t["bf16"] / gpu.peak_tflops("bf16")
+        out.setdefault("fp8_gemm", []).append(100.0 * ((t["fp8"] / gpu.peak_tflops("fp8")) / bf / assumed - 1.0))
+        out.setdefault("fp8_gemm_cast", []).append(
+            100.0 * ((t["fp8+cast"] / gpu.peak_tflops("fp8")) / bf / assumed - 1.0))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def test_csv_parses_and_every_row_has_a_source_and_its_inputs():
+    rows = _rows()
+    assert {r["regime"] for r in rows} == REGIMES
+    for row in rows:
+        where = f"{row['regime']} {row['shape']} run {row['run_id']}"
+        assert "measure_regimes_h100.py" in row["source"] and "H100" in row["source"], where
+        assert "held out" in row["source"], where
+        assert "H100" in row["device"] and row["torch"].startswith("2.11") and row["date"] == "2026-11-23", where
+        assert row["run_id"] in {"1", "2"}, where
+        if row["regime"] == "fp8_gemm":
+            assert row["precision"] in {"bf16", "fp8", "fp8+cast"}, where
+            m, k, n = (int(row[c]) for c in ("gemm_m", "gemm_k", "gemm_n"))
+            assert m > 0 and n == 4 * k, where
+            t_ms, tflops = float(row["gemm_time_ms"]), float(row["gemm_tflops"])
+            assert tflops == pytest.approx(2.0 * m * k * n / (t_ms * 1e-3) / 1e12, rel=2e-3), where
+            assert 0 < tflops < get_gpu("H100-SXM").peak_tflops("fp8" if "fp8" in row["precision"] else "bf16")
+            continue
+        assert row["method"] in {"full", "lora"} and row["precision"] in {"bf16", "fp8"}, where
+        assert row["recompute"] in {"none", "full"} and row["mode"] in {"eager", "compile"}, where
+        for key in TRAIN_INPUTS:
+            assert int(row[key]) > 0, (where, key)
+        for key in ("step_time_s", "step_time_min_s", "step_time_max_s", "tokens_per_s", "peak_mem_gib"):
+            v = float(row[key])
+            assert math.isfinite(v) and v > 0, (where, key)
+        st = float(row["step_time_s"])
+        assert float(row["step_time_min_s"]) <= st <= float(row["step_time_max_s"]), where
+        assert int(row["steps_timed"]) >= 3, where
+        assert float(row["tokens_per_s"]) == pytest.approx(int(row["micro_batch"]) * int(row["seq_len"]) / st,
+                                                           rel=1e-3), where
+        assert float(row["peak_mem_gib"]) < 80.0, where
+        # The model gpuplan is asked about is exactly the one that ran, adapters included.
+        spec = _spec(row)
+        assert int(spec.total_params()) == int(row["params"]), where
+        if row["method"] == "lora":
+            assert int(row["lora_rank"]) == 16, where
+            assert int(model_shape(spec).adapter_params(16, "all")) == int(row["trainable_params"]), where
+        else:
+            assert int(row["lora_rank"]) == 0 and int(row["trainable_params"]) == int(row["params"]), where
+
+
+def test_what_each_regime_covers():
+    rows = _train(_rows())
+    lora = [r for r in rows if r["regime"] == "lora"]
+    assert {(int(r["hidden"]), int(r["seq_len"])) for r in lora} >= {(2048, 2048), (2048, 4096), (3072, 2048),
+                                                                     (3072, 4096)}
+    long = [r for r in rows if r["regime"] == "long_context"]
+    assert max(int(r["seq_len"]) for r in long) >= 65536
+    assert {r["recompute"] for r in long if int(r["seq_len"]) >= 32768} == {"full"}
+    fp8 = {(r["shape"], r["mode"], r["precision"]) for r in rows if r["regime"] == "fp8"}
+    for shape, mode, _ in list(fp8):
+        assert (shape, mode, "bf16") in fp8 and (shape, mode, "fp8") in fp8, (shape, mode)
+
+
+def test_runs_repeat():
+    """Both runs measured the same thing: the step times agree within 3%."""
+    by: dict[tuple, dict] = {}
+    for r in _train(_rows()):
+        key = (r["regime"], r["shape"], r["mode"], r["precision"], r["recompute"], r["seq_len"], r["micro_batch"])
+        by.setdefault(key, {})[r["run_id"]] = float(r["step_time_s"])
+    pairs = [v for v in by.values() if len(v) == 2]
+    assert len(pairs) >= 20
+    for v in pairs:
+        assert v["1"] == pytest.approx(v["2"], rel=0.03), v
+
+
+def test_validation_script_numbers_are_computed_from_the_rows(validation, summary, recomputed):
+    assert set(recomputed) <= set(summary)
+    for key, e in recomputed.items():
+        s = summary[key]
+        assert s["n"] == e.size, key
+        assert s["median_pct"] == pytest.approx(float(np.median(e)), abs=1e-9), key
+        assert s["worst_pct"] == pytest.approx(float(e[np.argmax(np.abs(e))]), abs=1e-9), key
+    results, gemm, _ = validation.evaluate()
+    assert len(results) == len(_train(_rows())) and len(gemm) * 3 == len(_gemm(_rows()))
+
+
+@pytest.mark.parametrize("group,median,worst", PINS)
+def test_regime_error_is_pinned(recomputed, group, median, worst):
+    e = recomputed[group]
+    med, wst = float(np.median(e)), float(e[np.argmax(np.abs(e))])
+    assert abs(med - median) <= PIN_TOL, (f"{group}: median error {med:+.1f}% (pinned {median:+.1f}% +- {PIN_TOL}): "
+                                          "the estimator moved; update PINS and the docstring")
+    assert abs(wst - worst) <= PIN_TOL, f"{group}: worst error {wst:+.1f}% (pinned {worst:+.1f}%)"
+
+
+def test_known_shortfalls_are_on_the_optimistic_side(recomputed):
+    """Every LoRA row, every long-context row and every eager FP8 row is predicted too fast; the
+    error grows with sequence length; the bf16 control is not."""
+    for group in ("lora", "long_context_all", "fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
+        assert (recomputed[group] < 0).all(), group
+    assert abs(float(np.median(recomputed["fp8_bf16_ref"]))) < 10.0
+    long = sorted((int(r["seq_len"]), _err(_predicted_step_s(r), float(r["step_time_s"])))
+                  for r in _train(_rows()) if r["regime"] == "long_context" and r["recompute"] == "full")
+    errs = [e for _, e in long]
+    assert errs == sorted(errs, reverse=True), long  # more optimistic the longer the sequence
