@@ -4,18 +4,22 @@ fitted to them). Measured by benchmarks/gpu/measure_regimes_h100.py on one H100 
 torch 2.11 on 2026-11-23 (two runs of every job; they agree within ~1%); the full table is printed
 by benchmarks/validate_device_regimes.py.
 
-KNOWN SHORTFALL, pinned as it is today (error = (predicted - measured) / measured; negative =
-gpuplan predicts a faster step than ran):
-- LoRA r16 on all block linears, Llama-3.2-1B/3B shapes, s 2-4k, eager: median -27.9%
-  (measured 1.39x slower than predicted), worst -30.9%. gpuplan costs LoRA at 2/3 of full training;
-  measured LoRA steps are 0.72-0.91 of the full-training step at the same shape.
+Pinned as it is today (error = (predicted - measured) / measured; negative = gpuplan predicts a
+faster step than ran):
+- LoRA r16 on all block linears, Llama-3.2-1B/3B shapes, s 2-4k, eager: median +2.3%, worst +8.8%
+  since the time model keeps the memory-bound share of the step (h_half / (h + h_half), from the
+  fitted curve) at full-training size and adds the adapters' own memory traffic. Before that it was
+  -27.9% / -30.9% (LoRA costed at 2/3 of full training; measured 0.72-0.91). These rows showed
+  which physics was missing, so for LoRA they are no longer an untouched held-out check; the
+  published NVIDIA DGXC 70B LoRA row (training-runs.csv row 55) moved from -2% to +20%.
 - long context (1.1B, full training, one GPU, flash SDPA): -3% at 4k growing to -15% at 16k, and
   with full recompute -17% at 32k and -24% at 64k (median of the >= 32k rows -20.9%, 1.27x).
   Not the 2-3.7x of the published multi-GPU 32k-128k rows: one GPU has no context-parallel cost.
 - FP8 (block linears through torch._scaled_mm, per-tensor dynamic scaling, head in bf16), small
-  models h 768-4096, eager: median -63.6% (2.8x), worst -70.4% (3.4x) -- FP8 is SLOWER than bf16
-  there (0.52-0.78x) while gpuplan promises 1.56x. Compiled (casts fused): FP8 gives 0.98-1.34x
-  over compiled bf16 against gpuplan's 1.56x: speed-up error median -29.8%, worst -38.1%.
+  models h 768-4096, eager: median -58.7% (2.5x), worst -64.9% -- FP8 is SLOWER than bf16
+  there (0.52-0.78x) while gpuplan promises 1.37x (1.56x before the dynamic-scaling cast traffic
+  was counted). Compiled (casts fused): FP8 gives 0.98-1.34x over compiled bf16: speed-up error
+  median -19.5%, worst -27.8% (was -29.8% / -38.1%).
 - FP8 GEMM kernel alone at (8192 x h) @ (h x 4h): gpuplan's lowp_ratio 0.8 holds (measured
   0.70-0.91, median 0.82: error +2.6%); with the per-call quantization of both operands included
   it is 0.09-0.44 (median 0.28: -64.9%), worst at h = 768.
@@ -48,12 +52,12 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", -27.9, -30.9),
+    ("lora", 2.3, 8.8),
     ("long_context", -20.9, -24.4),
     ("long_context_all", -9.8, -24.4),
-    ("fp8", -63.6, -70.4),
-    ("fp8_speedup_eager", -62.1, -67.0),
-    ("fp8_speedup_compile", -29.8, -38.1),
+    ("fp8", -58.7, -64.9),
+    ("fp8_speedup_eager", -56.9, -60.9),
+    ("fp8_speedup_compile", -19.5, -27.8),
     ("fp8_bf16_ref", -4.8, -10.5),
     ("fp8_gemm", 2.6, 13.5),
     ("fp8_gemm_cast", -64.9, -88.6),
@@ -242,10 +246,11 @@ def test_regime_error_is_pinned(recomputed, group, median, worst):
 
 
 def test_known_shortfalls_are_on_the_optimistic_side(recomputed):
-    """Every LoRA row, every long-context row and every eager FP8 row is predicted too fast; the
-    error grows with sequence length; the bf16 control is not."""
-    for group in ("lora", "long_context_all", "fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
+    """Every long-context row and every eager FP8 row is predicted too fast; the error grows with
+    sequence length; the bf16 control is not; LoRA is now within 10% either way."""
+    for group in ("long_context_all", "fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
         assert (recomputed[group] < 0).all(), group
+    assert (np.abs(recomputed["lora"]) < 10.0).all()
     assert abs(float(np.median(recomputed["fp8_bf16_ref"]))) < 10.0
     long = sorted((int(r["seq_len"]), _err(_predicted_step_s(r), float(r["step_time_s"])))
                   for r in _train(_rows()) if r["regime"] == "long_context" and r["recompute"] == "full")

@@ -11,12 +11,17 @@ import pytest
 import yaml
 
 from gpuplan.errors import UsageError
-from gpuplan.export import ExportOptions, build_export, export_plan, export_result, load_plan_result, write_atomic
-from gpuplan.export.common import make_context, megatron_args, save_interval_steps, serve_layout, train_env
+from gpuplan.export import (
+    ExportOptions, build_export, export_plan, export_result, load_plan_result, parse_plan_result, write_atomic,
+)
+from gpuplan.export.common import (
+    make_context, megatron_args, save_interval_steps, serve_layout, supported_targets, train_env,
+)
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"
 FIXTURES = sorted(p.name for p in PLANS.glob("*.json"))
 TARGETS = ("skypilot", "dstack", "k8s")
+_PLANNED: dict[tuple[str, ...], object] = {}
 
 
 def load(name: str):
@@ -25,6 +30,32 @@ def load(name: str):
 
 def docs(text: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(text) if d]
+
+
+def planned(cli, *args: str):
+    """A PlanResult from the real planner (`gpuplan plan ... --json`), once per argument list."""
+    if args not in _PLANNED:
+        code, out, err = cli("plan", *args, "--json")
+        assert code == 0, err
+        _PLANNED[args] = parse_plan_result(json.loads(out))
+    return _PLANNED[args]
+
+
+def first(result, **want):
+    """The best-ranked plan with these attributes (assumptions.fabric as fabric=...)."""
+    for p in sorted(result.plans, key=lambda p: p.rank):
+        fab = want.get("fabric")
+        if fab and p.assumptions.get("fabric") != fab:
+            continue
+        if want.get("multi") and p.nodes < 2:
+            continue
+        if all(getattr(p, k) == v for k, v in want.items() if k not in ("fabric", "multi")):
+            return p
+    pytest.fail(f"the planner ranked no plan with {want}")
+
+
+def supported(plan, target: str) -> bool:
+    return target in supported_targets(plan.provider, plan.workload == "train" and plan.nodes > 1)
 
 
 def test_fixtures_cover_the_cases_the_brief_names():
@@ -40,6 +71,11 @@ def test_fixtures_cover_the_cases_the_brief_names():
 def test_every_plan_exports_to_parseable_yaml_with_its_counts(fixture, target):
     result = load(fixture)
     for plan in result.plans:
+        if not supported(plan, target):
+            with pytest.raises(UsageError, match="gpuplan export k8s") as e:
+                export_result(result, target, plan.rank)
+            assert "\n" not in str(e.value) and plan.provider in str(e.value)
+            continue
         ex = export_result(result, target, plan.rank)
         parsed = docs(ex.text)
         assert parsed, "empty export"
@@ -111,13 +147,18 @@ def test_serving_packs_replicas_per_node_as_data_parallel_engines():
         export_plan(too_wide, "k8s", summary=result.summary)
 
 
-def test_serve_model_id_comes_from_the_preset_source_or_override():
+def test_serve_model_id_is_the_presets_instruct_checkpoint_or_override():
     result = load("serve_runpod_l40s.json")
     text = export_plan(result.plans[0], "dstack", summary=result.summary)
-    assert docs(text)[0]["model"] == "meta-llama/Llama-3.1-8B"
-    text = export_plan(result.plans[0], "dstack", ExportOptions(model_id="meta-llama/Llama-3.1-8B-Instruct"),
-                       summary=result.summary)
-    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct" in docs(text)[0]["commands"][0]
+    assert docs(text)[0]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct " in docs(text)[0]["commands"][0]
+    text = export_plan(result.plans[0], "dstack", ExportOptions(model_id="org/my-finetune"), summary=result.summary)
+    assert "vllm serve org/my-finetune " in docs(text)[0]["commands"][0]
+    # a preset whose published repo already is the chat model, and a plan made for an exact repo id
+    for model, served in [("deepseek-v3", "deepseek-ai/DeepSeek-V3"), ("llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct"),
+                          ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"), ("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct")]:
+        text = export_plan(result.plans[0], "k8s", summary={**result.summary, "model": model})
+        assert f"vllm serve {served} " in docs(text)[0]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
 
 
 def test_fractional_gpu_plans_are_refused():
@@ -138,6 +179,8 @@ def test_secrets_in_the_environment_never_reach_the_files(monkeypatch):
         result = load(fixture)
         for plan in result.plans:
             for target in TARGETS:
+                if not supported(plan, target):
+                    continue
                 text = export_result(result, target, plan.rank).text
                 for v in fakes.values():
                     assert v not in text
@@ -200,27 +243,65 @@ def _umask() -> int:
     return m
 
 
-def test_unsupported_provider_is_said_in_file_and_warnings():
+def test_unsupported_provider_is_a_one_line_error_naming_the_targets_that_work(cli, tmp_path):
     result = load("train_tensorwave_mi300x.json")
-    for target in ("skypilot", "dstack"):
-        ex = export_result(result, target, 1)
-        assert any("tensorwave" in w.lower() for w in ex.warnings)
-        assert ex.text.startswith("#") and "WARNING: " in ex.text and "TensorWave" in ex.text
-    vp = export_result(result, "skypilot", 2)
-    assert any("voltage-park" in w for w in vp.warnings)
-    assert "infra" not in docs(vp.text)[0]["resources"]
-
-
-def test_cli_writes_file_and_prints_warnings(cli, tmp_path):
+    for target, tool, escape in (("skypilot", "SkyPilot", "--infra ssh/<node-pool>"), ("dstack", "dstack", "--fleet")):
+        for rank in (1, 2):  # TensorWave, Voltage Park: neither orchestrator has them
+            with pytest.raises(UsageError) as e:
+                export_result(result, target, rank)
+            msg = str(e.value)
+            assert "\n" not in msg and msg.startswith(f"{tool} cannot provision on ")
+            assert "`gpuplan export k8s`" in msg and escape in msg
+    assert "TensorWave (tensorwave)" in str(pytest.raises(UsageError, export_result, result, "skypilot", 1).value)
     out = tmp_path / "task.yaml"
     code, stdout, stderr = cli("export", "skypilot", "--from", PLANS / "train_tensorwave_mi300x.json", "--out", out)
+    assert code == 2 and stderr.startswith("error: SkyPilot cannot provision on TensorWave")
+    assert stderr.strip().count("\n") == 0 and not out.exists()
+    code, _, stderr = cli("export", "dstack", "--from", PLANS / "train_tensorwave_mi300x.json", "--out", out)
+    assert code == 2 and "gpuplan export k8s" in stderr and not out.exists()
+    # the same plans do launch on Kubernetes, and on the user's own nodes through either orchestrator
+    assert docs(export_result(result, "k8s", 1).text)[1]["kind"] == "PyTorchJob"
+    sky = docs(export_result(result, "skypilot", 1, ExportOptions(infra="ssh/tw-pool")).text)[0]
+    assert sky["resources"]["infra"] == "ssh/tw-pool" and "instance_type" not in sky["resources"]
+    ds = export_result(result, "dstack", 1, ExportOptions(fleet="tw-ssh"))
+    assert docs(ds.text)[0]["fleets"] == ["tw-ssh"] and "backends" not in docs(ds.text)[0] and not ds.files
+    with pytest.raises(UsageError, match="--infra"):
+        ExportOptions(infra="aws/us-east-1")
+
+
+def test_cli_writes_file_and_prints_warnings_and_the_launch_command(cli, tmp_path):
+    out = tmp_path / "task.yaml"
+    code, stdout, stderr = cli("export", "skypilot", "--from", PLANS / "train_tensorwave_mi300x.json", "--infra",
+                               "ssh/tw", "--out", out)
     assert code == 0, stderr
-    assert "warning: SkyPilot does not support provider 'tensorwave'" in stderr
+    assert f"wrote {out}" in stderr
+    assert stdout.strip() == (f"sky jobs launch -n llama-3-1-70b-train ${{HF_TOKEN:+--secret HF_TOKEN}} "
+                              f"${{WANDB_API_KEY:+--secret WANDB_API_KEY}} {out}")
     assert docs(out.read_text())[0]["num_nodes"] == 2
     code, _, stderr = cli("export", "dstack", "--from", PLANS / "train_lambda_h100.json", "--rank", "5", "--out", out)
     assert code == 2 and stderr.strip().count("\n") == 0 and "--rank 5" in stderr
     code, _, stderr = cli("export", "k8s", "--from", PLANS / "train_lambda_h100.json", "--out", tmp_path)
     assert code == 2 and "is a directory" in stderr
+    code, stdout, _ = cli("export", "k8s", "--from", PLANS / "train_lambda_h100.json", "--out", tmp_path / "t.k8s.yaml")
+    assert code == 0 and stdout.strip() == f"kubectl apply -f {tmp_path / 't.k8s.yaml'}"
+
+
+def test_cli_writes_the_dstack_cluster_fleet_next_to_the_task(cli, tmp_path):
+    plans = tmp_path / "plan.json"
+    code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "nebius",
+                         "--json")
+    assert code == 0, err
+    plans.write_text(out)
+    rank = first(parse_plan_result(json.loads(out)), fabric="infiniband", multi=True).rank
+    task = tmp_path / ".dstack.yml"
+    code, stdout, stderr = cli("export", "dstack", "--from", plans, "--rank", rank, "--out", task)
+    assert code == 0, stderr
+    fleet = tmp_path / "llama-3-1-8b-train-fleet.dstack.yml"
+    assert fleet.exists() and docs(fleet.read_text())[0]["placement"] == "cluster"
+    assert stdout.strip() == (f"dstack apply -f {fleet} && dstack apply -f {task} ${{HF_TOKEN:+-e HF_TOKEN}} "
+                              "${WANDB_API_KEY:+-e WANDB_API_KEY}")
+    code, stdout, stderr = cli("export", "dstack", "--from", plans, "--rank", rank)
+    assert code == 0 and "fleet.dstack.yml" in stderr and docs(stdout)[0]["fleets"] == ["llama-3-1-8b-train-fleet"]
 
 
 def test_cli_reads_stdin_via_console_script(tmp_path):
@@ -267,3 +348,241 @@ def test_gpus_without_bf16_run_in_fp16():
     l40s = build_export(plan.model_copy(update={"precision": "bf16"}), "k8s",
                         summary={**result.summary, "kv_precision": None})
     assert "--dtype bfloat16" in docs(l40s.text)[0]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+
+
+# ---------------------------------------------------------------- the fabric the plan assumed
+
+def _k8s_container(text: str) -> dict:
+    job = docs(text)[1]
+    tmpl = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"] if job["kind"] == "PyTorchJob" \
+        else job["spec"]["template"]
+    return tmpl["spec"]["containers"][0]
+
+
+def _k8s_env(text: str) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in _k8s_container(text)["env"]}
+
+
+def test_nebius_infiniband_plan_asks_every_orchestrator_for_the_fabric(cli):
+    result = planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "nebius")
+    plan = first(result, provider="nebius", fabric="infiniband", multi=True)
+    assert plan.assumptions["fabric_gbps_per_node"] >= 400
+    sky = build_export(plan, "skypilot", summary=result.summary)
+    task = docs(sky.text)[0]
+    assert task["resources"]["network_tier"] == "best" and task["num_nodes"] == plan.nodes
+    assert task["envs"]["NCCL_IB_HCA"] == "mlx5" and task["envs"]["NCCL_IB_DISABLE"] == "0"
+    assert task["envs"]["NCCL_DEBUG"] == "INFO" and "NCCL_NET" not in task["envs"]
+    assert "NET/IB" in sky.text  # the header says how to check the transport in the logs
+    ds = build_export(plan, "dstack", summary=result.summary)
+    (fleet_text,) = ds.files.values()
+    fleet = docs(fleet_text)[0]
+    assert fleet["type"] == "fleet" and fleet["placement"] == "cluster" and fleet["nodes"] == f"0..{plan.nodes}"
+    assert fleet["backends"] == ["nebius"] and fleet["resources"]["gpu"].endswith(f":{int(plan.gpus_per_node)}")
+    assert docs(ds.text)[0]["fleets"] == [fleet["name"]]
+    assert "NCCL_IB_HCA=mlx5" in docs(ds.text)[0]["env"]
+    k8s = build_export(plan, "k8s", summary=result.summary)
+    c = _k8s_container(k8s.text)
+    assert c["resources"]["limits"]["rdma/rdma_shared_device_a"] == 1
+    assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert _k8s_env(k8s.text)["NCCL_IB_HCA"] == "mlx5"
+
+
+def test_aws_efa_plan_gets_efa_interfaces_and_libfabric_settings(cli):
+    result = planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "aws")
+    plan = first(result, provider="aws", instance_type="p5.48xlarge", fabric="efa", multi=True)
+    task = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]
+    assert task["resources"]["network_tier"] == "best" and task["resources"]["instance_type"] == "p5.48xlarge"
+    assert task["envs"]["FI_PROVIDER"] == "efa" and task["envs"]["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert "NCCL_IB_GID_INDEX" not in task["envs"]
+    ex = build_export(plan, "k8s", summary=result.summary)
+    c = _k8s_container(ex.text)
+    assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32  # p5.48xlarge: 32 EFA interfaces
+    assert "IPC_LOCK" in c["securityContext"]["capabilities"]["add"]
+    assert "aws-ofi-nccl" in ex.text
+    fleet = docs(next(iter(build_export(plan, "dstack", summary=result.summary).files.values())))[0]
+    assert fleet["placement"] == "cluster" and fleet["instance_types"] == ["p5.48xlarge"]
+
+
+def test_roce_tcp_and_tcpx_plans(cli):
+    oci = planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "oci")
+    plan = first(oci, provider="oci", fabric="roce", multi=True)
+    ex = build_export(plan, "skypilot", summary=oci.summary)
+    env = docs(ex.text)[0]["envs"]
+    assert env["NCCL_IB_GID_INDEX"] == "3" and env["NCCL_IB_TC"] == "41"
+    assert "network_tier" not in docs(ex.text)[0]["resources"]  # SkyPilot's OCI has no RDMA cluster networks
+    assert any("cluster network" in w for w in ex.warnings)
+    assert _k8s_env(build_export(plan, "k8s", summary=oci.summary).text)["NCCL_IB_GID_INDEX"] == "3"
+    # TensorWave RoCE: the NIC vendor is not recorded, so NCCL_IB_HCA is left to autodetection
+    tw = load("train_tensorwave_mi300x.json").plans[0].model_copy(update={"assumptions": {"fabric": "roce"}})
+    env = _k8s_env(build_export(tw, "k8s", summary=load("train_tensorwave_mi300x.json").summary).text)
+    assert env["NCCL_IB_GID_INDEX"] == "3" and "NCCL_IB_HCA" not in env
+    # a multi-node plan over plain Ethernet: sockets, said plainly, no RDMA resources
+    lam = load("train_lambda_h100.json")
+    tcp = lam.plans[1].model_copy(update={"assumptions": {"fabric": "ethernet", "fabric_gbps_per_node": 100}})
+    ex = build_export(tcp, "k8s", summary=lam.summary)
+    assert _k8s_env(ex.text)["NCCL_NET"] == "Socket"
+    assert set(_k8s_container(ex.text)["resources"]["limits"]) == {"nvidia.com/gpu"}
+    assert any("over ethernet (TCP)" in w for w in ex.warnings)
+    sky = docs(build_export(tcp, "skypilot", summary=lam.summary).text)[0]
+    assert "network_tier" not in sky["resources"] and sky["envs"]["NCCL_NET"] == "Socket"
+    # GCP TCPX: network_tier best (SkyPilot installs Google's plugin), and the k8s file says what it needs
+    gcp = planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "gcp")
+    plan = first(gcp, provider="gcp", fabric="tcpx", multi=True)
+    assert docs(build_export(plan, "skypilot", summary=gcp.summary).text)[0]["resources"]["network_tier"] == "best"
+    text = build_export(plan, "k8s", summary=gcp.summary).text
+    assert "plugin" in text and "nccl-plugin-gpudirecttcpx" in text
+
+
+def test_single_node_and_serving_plans_carry_no_fabric_settings():
+    lam = load("train_lambda_h100.json")
+    one = build_export(lam.plans[0], "skypilot", summary=lam.summary)
+    assert "network_tier" not in docs(one.text)[0]["resources"]
+    assert not [k for k in docs(one.text)[0]["envs"] if k.startswith(("NCCL_", "FI_"))]
+    svc = load("serve_runpod_l40s.json")
+    assert "NCCL_" not in build_export(svc.plans[0], "k8s", summary=svc.summary).text
+
+
+# ---------------------------------------------------------------- secrets are optional
+
+def test_no_file_declares_a_secret_the_orchestrator_would_require():
+    for fixture in ("train_aws_h100_spot.json", "serve_runpod_l40s.json"):
+        result = load(fixture)
+        sky = export_result(result, "skypilot", 1)
+        assert "secrets" not in docs(sky.text)[0]
+        assert "${HF_TOKEN:+--secret HF_TOKEN}" in sky.launch and "${WANDB_API_KEY:+--secret WANDB_API_KEY}" in sky.launch
+        ds = export_result(result, "dstack", 1)
+        assert all("=" in e for e in docs(ds.text)[0]["env"])  # a bare NAME fails `dstack apply` when unset
+        assert "${HF_TOKEN:+-e HF_TOKEN}" in ds.launch
+        env = _k8s_env(export_result(result, "k8s", 1).text) if result.workload == "train" else {}
+        assert "HF_TOKEN" in env or result.workload == "serve"
+
+
+def test_launch_lines_pass_only_the_secrets_that_are_set(tmp_path):
+    result = load("serve_runpod_l40s.json")
+    launch = export_result(result, "skypilot", 1).launch.replace("<this file>", "svc.yaml")
+    echo = tmp_path / "echo.sh"
+    for env, want in [({"HF_TOKEN": "x"}, "--secret HF_TOKEN svc.yaml"), ({}, "llama-3-1-8b-serve svc.yaml")]:
+        r = subprocess.run(["bash", "-c", f"echo {launch}"], env={"PATH": os.environ["PATH"], **env},
+                           capture_output=True, text=True)
+        assert " ".join(r.stdout.split()).endswith(want), r.stdout
+        assert "WANDB" not in r.stdout
+    assert not echo.exists()
+
+
+# ---------------------------------------------------------------- launchers match layout and ZeRO
+
+def test_model_parallel_layout_launches_megatron_with_the_models_shape():
+    result = load("train_aws_h100_spot.json")  # llama-3.1-70b, tp=8 pp=2 dp=2, ZeRO-1
+    plan = result.plans[0]
+    task = docs(export_result(result, "skypilot", 1).text)[0]
+    run = task["run"]
+    assert "/opt/Megatron-LM/pretrain_gpt.py" in run and "train.py" not in run
+    assert "git clone --depth 1 --branch core_v0.15.0 https://github.com/NVIDIA/Megatron-LM.git" in task["setup"]
+    for flag in ("--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 2", "--sequence-parallel",
+                 "--num-layers 80", "--hidden-size 8192", "--num-attention-heads 64", "--group-query-attention",
+                 "--num-query-groups 8", "--ffn-hidden-size 28672", "--swiglu", "--normalization RMSNorm",
+                 "--use-distributed-optimizer", "--tokenizer-model meta-llama/Llama-3.1-70B",
+                 "--seq-length 8192", "--global-batch-size 512", f"--train-samples {int(2e10 / 8192)}",
+                 '--data-path "$DATA_PATH"'):
+        assert flag in run, flag
+    assert "--use-megatron-fsdp" not in run and task["envs"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert task["resources"]["image_id"] == "docker:nvcr.io/nvidia/pytorch:25.09-py3"
+    assert 'if [ -z "${DATA_PATH:-}" ]' in run  # fails fast instead of training on nothing
+    # ZeRO-3 with pipeline parallelism: Megatron-FSDP shards parameters too, never ZeRO-1-style
+    z3 = plan.model_copy(update={"layout": plan.layout.model_copy(update={"zero": 3})})
+    t3 = docs(build_export(z3, "skypilot", summary=result.summary).text)[0]
+    assert "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params" in t3["run"]
+    assert "--ckpt-format fsdp_dtensor" in t3["run"] and "CUDA_DEVICE_MAX_CONNECTIONS" not in t3["envs"]
+    z2 = plan.model_copy(update={"layout": plan.layout.model_copy(update={"zero": 2})})
+    assert "--data-parallel-sharding-strategy optim_grads " in megatron_args_line(z2, result.summary)
+
+
+def megatron_args_line(plan, summary) -> str:
+    return " ".join(megatron_args(make_context(plan, summary, ExportOptions()))) + " "
+
+
+def test_pure_data_parallel_layout_shards_as_its_zero_stage():
+    result = load("train_lambda_h100.json")  # tp=pp=1, ZeRO-2
+    base = result.plans[0]
+    cases = {3: "--use_fsdp --fsdp_version 1 --fsdp_sharding_strategy FULL_SHARD",
+             2: "--use_fsdp --fsdp_version 1 --fsdp_sharding_strategy SHARD_GRAD_OP",
+             1: "--use_deepspeed --zero_stage 1", None: "--multi_gpu"}
+    for zero, want in cases.items():
+        plan = base.model_copy(update={"layout": base.layout.model_copy(update={"zero": zero})})
+        for target in TARGETS:
+            text = build_export(plan, target, summary=result.summary).text
+            assert want in text, (zero, target)
+            assert "--tensor-model-parallel-size" not in text and "pretrain_gpt.py" not in text
+            assert "accelerate launch --num_machines 1 --num_processes 8" in text
+    run = docs(build_export(result.plans[1], "skypilot", summary=result.summary).text)[0]["run"]
+    assert '--machine_rank "$SKYPILOT_NODE_RANK" --main_process_ip "$MASTER_ADDR"' in run
+    assert "--num_machines 2 --num_processes 16" in run
+    with pytest.raises(UsageError, match=r"^dstack cannot run a 2-node task on Lambda \(lambda\): dstack's lambda "
+                                         r"backend has no multi-node support; export plan rank 2 with `gpuplan export "
+                                         r"skypilot` or `gpuplan export k8s`"):
+        build_export(result.plans[1], "dstack", summary=result.summary)
+    ds1 = base.model_copy(update={"nodes": 2, "gpus": 16, "layout": base.layout.model_copy(update={"zero": 1, "dp": 16})})
+    assert "--deepspeed_multinode_launcher standard" in build_export(ds1, "k8s", summary=result.summary).text
+    assert "pip install 'accelerate>=1.0' deepspeed" in build_export(ds1, "k8s", summary=result.summary).text
+
+
+def test_user_script_is_kept():
+    aws = load("train_aws_h100_spot.json")
+    run = docs(export_result(aws, "skypilot", 1, ExportOptions(script="pretrain_mine.py")).text)[0]["run"]
+    assert "pretrain_mine.py --tensor-model-parallel-size 8" in run and "pretrain_gpt.py" not in run
+    lam = load("train_lambda_h100.json")
+    run = docs(export_result(lam, "skypilot", 1, ExportOptions(script="sft.py", script_args=("--lr", "1e-5"))).text)[0]["run"]
+    assert "--mixed_precision bf16 sft.py --lr 1e-05" in run or "--mixed_precision bf16 sft.py --lr 1e-5" in run
+
+
+def test_amd_training_runs_rocm_images():
+    result = load("train_tensorwave_mi300x.json")  # MI300X, tp=8: Megatron on ROCm
+    k8s = _k8s_container(export_result(result, "k8s", 1).text)
+    assert k8s["image"] == "rocm/megatron-lm:v25.5_py310" and "amd.com/gpu" in k8s["resources"]["limits"]
+    assert "/workspace/Megatron-LM/pretrain_gpt.py" in k8s["command"][-1] and "git clone" not in k8s["command"][-1]
+    sky = docs(export_result(result, "skypilot", 1, ExportOptions(infra="k8s")).text)[0]
+    assert sky["resources"]["image_id"] == "docker:rocm/megatron-lm:v25.5_py310"
+    dp = result.plans[0].model_copy(update={"layout": result.plans[0].layout.model_copy(update={"tp": 1, "dp": 16})})
+    assert _k8s_container(build_export(dp, "k8s", summary=result.summary).text)["image"].startswith("rocm/pytorch")
+
+
+# ---------------------------------------------------------------- serving
+
+def test_serving_context_precision_and_batch_follow_the_plan(cli):
+    result = planned(cli, "serve", "--model", "llama-3.1-8b", "--requests-per-s", "2", "--input-len", "8000",
+                     "--output-len", "1000", "--providers", "nebius,runpod,lambda")
+    plan = result.plans[0]
+    cmd = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]["run"]
+    assert "--max-model-len 9000" in cmd and "1250" not in cmd
+    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct " in cmd and "--dtype bfloat16" in cmd
+    mem = plan.assumptions.get("memory_fraction")
+    if mem:
+        assert f"--gpu-memory-utilization {mem:g}" in cmd
+    # DeepSeek-V3's published checkpoint is FP8: served as is, not re-quantized
+    ds = load("serve_runpod_l40s.json")
+    fp8 = build_export(ds.plans[0].model_copy(update={"precision": "fp8"}), "k8s",
+                       summary={**ds.summary, "model": "deepseek-v3", "precision": "fp8", "kv_precision": None})
+    line = docs(fp8.text)[0]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "vllm serve deepseek-ai/DeepSeek-V3 " in line and "--quantization" not in line
+    # a BF16 model planned at FP8 is quantized when loaded
+    assert "--quantization fp8" in docs(export_result(ds, "k8s", 1).text)[0]["spec"]["template"]["spec"][
+        "containers"][0]["command"][-1]
+
+
+def test_amd_and_gaudi_serving_use_their_vendors_images():
+    result = load("serve_runpod_l40s.json")
+    plan = result.plans[0]
+    mi = plan.model_copy(update={"gpu": "MI300X", "offer": plan.offer.model_copy(update={"gpu": "MI300X"})})
+    sky = docs(build_export(mi, "skypilot", summary=result.summary).text)[0]
+    assert sky["resources"]["image_id"] == "docker:rocm/vllm:latest"
+    assert "setup" not in sky  # never `pip install vllm` (a CUDA build) on AMD
+    assert docs(build_export(mi, "dstack", summary=result.summary).text)[0]["image"] == "rocm/vllm:latest"
+    k8s = docs(build_export(mi, "k8s", summary=result.summary).text)[0]["spec"]["template"]["spec"]["containers"][0]
+    assert k8s["image"] == "rocm/vllm:latest" and k8s["resources"]["limits"] == {"amd.com/gpu": 1}
+    g2 = plan.model_copy(update={"gpu": "Gaudi2", "offer": plan.offer.model_copy(update={"gpu": "Gaudi2"})})
+    ex = build_export(g2, "k8s", summary=result.summary)
+    c = docs(ex.text)[0]["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"].startswith("vault.habana.ai/gaudi-docker/") and "habana.ai/gaudi" in c["resources"]["limits"]
+    assert any("vllm-gaudi" in w for w in ex.warnings)
+    nv = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]
+    assert nv["setup"].strip() == "pip install vllm"

@@ -7,10 +7,35 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.export import export_result, load_plan_result
+from gpuplan.export import ExportOptions, build_export, export_result, load_plan_result, parse_plan_result
+from gpuplan.export.common import supported_targets
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"
-CASES = [(f.name, p.rank) for f in sorted(PLANS.glob("*.json")) for p in load_plan_result(f).plans]
+# Plans whose provider SkyPilot reaches (the rest are a one-line error: tests/test_export_common.py).
+CASES = [(f.name, p.rank) for f in sorted(PLANS.glob("*.json")) for p in load_plan_result(f).plans
+         if "skypilot" in supported_targets(p.provider)]
+_PLANNED: dict = {}
+
+
+def _planned(cli, *args: str):
+    if args not in _PLANNED:
+        code, out, err = cli("plan", *args, "--json")
+        assert code == 0, err
+        _PLANNED[args] = parse_plan_result(json.loads(out))
+    return _PLANNED[args]
+
+
+def _multi_node(result, provider: str, fabric: str):
+    for p in sorted(result.plans, key=lambda p: p.rank):
+        if p.provider == provider and p.nodes > 1 and p.assumptions.get("fabric") == fabric:
+            return p
+    pytest.fail(f"the planner ranked no multi-node {provider} plan on {fabric}")
+
+
+def _load(sky, tmp_path, text: str):
+    path = tmp_path / "task.yaml"
+    path.write_text(text)
+    return sky.Task.from_yaml(str(path))
 
 
 def _data(name: str) -> dict:
@@ -49,26 +74,64 @@ def test_task_loads_in_skypilot_as_planned(tmp_path, fixture, rank):
     assert acc == _data("skypilot")["accelerators_by_cloud"].get(plan.provider, {}).get(
         plan.gpu, _data("skypilot")["accelerators"].get(plan.gpu))
     assert res.use_spot == plan.offer.preemptible
-    cloud = _data("skypilot")["clouds"].get(plan.provider)
-    if cloud is None:
-        assert res.cloud is None and any(plan.provider in w for w in ex.warnings)
-    else:
-        assert str(res.cloud).lower() == cloud
-        region = plan.region if plan.region and plan.region.replace("-", "").isalnum() and plan.region.islower() else None
-        assert res.region == region
+    cloud = _data("skypilot")["clouds"][plan.provider]
+    assert str(res.cloud).lower() == cloud
+    region = plan.region if plan.region and plan.region.replace("-", "").isalnum() and plan.region.islower() else None
+    assert res.region == region
     if plan.workload == "train":
         assert task.num_nodes == plan.nodes
         assert res.job_recovery["max_restarts_on_errors"] == 3
         assert task.envs["TP_SIZE"] == str(plan.layout.tp)
         assert "/checkpoints" in task.storage_mounts
         run = task.run
-        assert "$SKYPILOT_NODE_RANK" in run if plan.nodes > 1 else "--standalone" in run
+        if plan.nodes > 1:
+            assert "$SKYPILOT_NODE_RANK" in run
+        else:
+            assert "--standalone" in run or "accelerate launch --num_machines 1 " in run
     else:
         spec = task.service
         assert spec is not None
         assert spec.readiness_path == "/health"
         assert spec.min_replicas == plan.nodes
         assert f"--tensor-parallel-size {plan.gpus_per_replica}" in task.run
+    assert not task.secrets and not task.managed_secret_refs  # nothing the launch would have to supply
+
+
+@pytest.mark.parametrize("provider, fabric, env", [
+    ("nebius", "infiniband", {"NCCL_IB_HCA": "mlx5", "NCCL_IB_DISABLE": "0"}),
+    ("aws", "efa", {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}),
+    ("gcp", "tcpx", {}),
+])
+def test_multi_node_fast_fabric_task_loads_with_network_tier_best(cli, tmp_path, provider, fabric, env):
+    sky = pytest.importorskip("sky")
+    from sky.utils.resources_utils import NetworkTier
+
+    result = _planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", provider)
+    plan = _multi_node(result, provider, fabric)
+    task = _load(sky, tmp_path, build_export(plan, "skypilot", summary=result.summary).text)
+    (res,) = list(task.resources)
+    assert res.network_tier == NetworkTier.BEST
+    assert str(res.cloud).lower() == provider and task.num_nodes == plan.nodes
+    assert res.extract_docker_image() == "nvcr.io/nvidia/pytorch:25.09-py3"  # the Megatron-LM image
+    for k, v in env.items():
+        assert task.envs[k] == v
+    assert task.envs["NCCL_DEBUG"] == "INFO" and "pretrain_gpt.py" in task.run
+    assert "$SKYPILOT_NODE_RANK" in task.run and not task.managed_secret_refs
+
+
+def test_own_nodes_and_amd_images_load(tmp_path):
+    sky = pytest.importorskip("sky")
+    result = load_plan_result(PLANS / "train_tensorwave_mi300x.json")
+    task = _load(sky, tmp_path, export_result(result, "skypilot", 1, ExportOptions(infra="k8s/tw-cluster")).text)
+    (res,) = list(task.resources)
+    assert str(res.cloud).lower() == "kubernetes" and res.region == "tw-cluster"
+    assert res.extract_docker_image() == "rocm/megatron-lm:v25.5_py310"
+    serve = load_plan_result(PLANS / "serve_runpod_l40s.json")
+    plan = serve.plans[0]
+    mi = plan.model_copy(update={"gpu": "MI300X", "offer": plan.offer.model_copy(update={"gpu": "MI300X"})})
+    task = _load(sky, tmp_path, build_export(mi, "skypilot", summary=serve.summary).text)
+    (res,) = list(task.resources)
+    assert res.extract_docker_image() == "rocm/vllm:latest" and not task.setup
 
 
 def test_spot_service_keeps_planned_replicas_with_on_demand_fallback(tmp_path):

@@ -29,10 +29,12 @@ CHECKPOINT_DIR = "/checkpoints"
 MASTER_PORT = 29500
 SERVE_PORT = 8000
 YAML_WIDTH = 1 << 16  # one command per line, however long
-DEFAULT_SCRIPT = "train.py"
-# Secrets the launched job usually needs; files reference them by name, never by value.
+DEFAULT_SCRIPT = "train.py"  # the user's script for pure data-parallel plans when --script is not given
+# Secrets the launched job usually needs; files reference them by name, never by value, and the launch
+# commands pass each one only when it is set in the launching shell (none of them is required).
 SECRET_NAMES = ("HF_TOKEN", "WANDB_API_KEY")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}[a-z0-9]$")
+_INFRA_RE = re.compile(r"^(k8s|kubernetes|ssh)(/[A-Za-z0-9][A-Za-z0-9._:@-]{0,252})?$")
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,16 @@ class ExportOptions:
 
     name: str | None = None
     image: str | None = None
-    script: str = DEFAULT_SCRIPT
+    # None: the launcher the layout needs (Megatron-LM for tp/pp/cp/ep > 1, else `accelerate launch` of
+    # train.py with the ZeRO stage's sharding); a path: that script, started the same way.
+    script: str | None = None
     script_args: tuple[str, ...] = ()
     model_id: str | None = None
     megatron_args: bool = True
     max_restarts: int = 3
     checkpoint_dir: str = CHECKPOINT_DIR
+    infra: str | None = None  # SkyPilot: run on your own Kubernetes cluster / SSH node pool (k8s/CTX, ssh/POOL)
+    fleet: str | None = None  # dstack: run on this existing fleet (e.g. an SSH fleet of rented nodes)
 
     def __post_init__(self) -> None:
         if self.name is not None and not _NAME_RE.match(self.name):
@@ -54,8 +60,12 @@ class ExportOptions:
                              "with a letter (the strictest of SkyPilot, dstack and Kubernetes names)")
         if self.image is not None and (not self.image.strip() or any(c.isspace() for c in self.image)):
             raise UsageError(f"--image {self.image!r}: an image reference has no spaces")
-        if not self.script.strip() or "\n" in self.script:
+        if self.script is not None and (not self.script.strip() or "\n" in self.script):
             raise UsageError("--script must be one path, e.g. train.py")
+        if self.infra is not None and not _INFRA_RE.match(self.infra):
+            raise UsageError(f"--infra {self.infra!r}: give k8s, k8s/<context> or ssh/<node-pool>")
+        if self.fleet is not None and not _NAME_RE.match(self.fleet):
+            raise UsageError(f"--fleet {self.fleet!r}: a dstack fleet name (lowercase letters, digits, dashes)")
         if not 0 <= self.max_restarts <= 1000:
             raise UsageError(f"--max-restarts {self.max_restarts}: give 0 to 1000")
         if not self.checkpoint_dir.startswith("/") or any(c.isspace() for c in self.checkpoint_dir):
@@ -69,7 +79,10 @@ class ExportResult:
     target: str
     text: str
     warnings: list[str] = field(default_factory=list)
-    launch: str = ""
+    launch: str = ""  # '<this file>' stands for the path the text is written to
+    # Further files the launch needs, written next to the main one: {file name: text}
+    # (dstack: the cluster fleet a multi-node task runs on).
+    files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -205,25 +218,67 @@ def default_name(plan: Plan, summary: dict[str, Any]) -> str:
     return base if len(base) >= 2 else "gpuplan-job"
 
 
+_HF_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _preset_id(name: str) -> str | None:
+    try:
+        from gpuplan.models.presets import resolve_preset_id
+
+        return resolve_preset_id(name)
+    except Exception:  # noqa: BLE001 - a name the presets cannot read is simply not a preset
+        return None
+
+
+def model_spec(ctx: Context):
+    """The plan's ModelSpec (preset, config.json path or --params), or None when it cannot be rebuilt."""
+    name = str(ctx.summary.get("model") or "")
+    if not name:
+        return None
+    try:
+        from gpuplan.models import resolve_model
+
+        return resolve_model(name)
+    except Exception:  # noqa: BLE001 - a model from --params or a lost config.json: no spec
+        return None
+
+
+def base_model_id(ctx: Context) -> str | None:
+    """The Hugging Face repo of the plan's model as published (the base checkpoint for presets)."""
+    name = str(ctx.summary.get("model") or "")
+    if _HF_REPO_RE.match(name) and not name.startswith((".", "/")) and not name.endswith(".json"):
+        return name
+    pid = _preset_id(name)
+    if pid:
+        from gpuplan.models.presets import preset_record
+
+        rec = preset_record(pid)
+        if rec.get("hf_id"):
+            return str(rec["hf_id"])
+    spec = model_spec(ctx)
+    m = re.match(r"https?://huggingface\.co/([^/\s]+/[^/\s]+)", (spec.source if spec else "") or "")
+    return m.group(1) if m else None
+
+
 def model_id(ctx: Context) -> str:
-    """The Hugging Face repo to serve: --model-id, else the preset's source repo, else its name."""
+    """The Hugging Face repo to serve: --model-id; a repo id the plan was made for; the chat/instruct
+    checkpoint of the preset (data/serving.json); else the preset's own repo."""
     if ctx.options.model_id:
         return ctx.options.model_id
     name = str(ctx.summary.get("model") or "")
     if not name:
         raise UsageError("the plan names no model; pass --model-id (a Hugging Face repo id)")
-    try:
-        from gpuplan.models import resolve_model
-
-        source = resolve_model(name).source or ""
-    except Exception:  # noqa: BLE001 - a model from --params has no repo; fall through
-        source = ""
-    m = re.match(r"https?://huggingface\.co/([^/\s]+/[^/\s]+)", source)
-    if m:
-        return m.group(1)
-    if "/" not in name:
-        ctx.warn(f"model {name!r} has no Hugging Face repo on record; the files serve {name!r}: "
-                 "pass --model-id org/repo")
+    if _HF_REPO_RE.match(name) and not name.startswith((".", "/")) and not name.endswith(".json"):
+        return name  # planned for an exact repo (e.g. an -Instruct one): serve exactly that
+    pid = _preset_id(name)
+    instruct = data_map("serving")["instruct_hf_id"].get(pid or "")
+    if instruct:
+        return instruct
+    base = base_model_id(ctx)
+    if base:
+        return base
+    ctx.warn(f"model {name!r} has no Hugging Face repo on record; the files serve {name!r}: "
+             "pass --model-id org/repo")
     return name
 
 
@@ -246,8 +301,8 @@ def train_env(ctx: Context) -> dict[str, str]:
     }
     if lay.micro_batch is not None:
         env["MICRO_BATCH"] = lay.micro_batch
-    if s.get("global_batch") is not None:
-        env["GLOBAL_BATCH"] = s["global_batch"]
+    if global_batch(ctx) is not None:
+        env["GLOBAL_BATCH"] = global_batch(ctx)
     if s.get("seq_len") is not None:
         env["SEQ_LEN"] = s["seq_len"]
     if s.get("tokens") is not None:
@@ -268,6 +323,22 @@ def train_env(ctx: Context) -> dict[str, str]:
     return {k: _fmt(v) for k, v in env.items() if v != ""}
 
 
+def global_batch(ctx: Context) -> int | None:
+    """The plan's global batch (sequences), as a multiple of micro batch x data parallel, which trainers
+    require (the planner's batch is per request, not per layout)."""
+    try:
+        gb = int(round(float(ctx.summary["global_batch"])))
+    except (KeyError, TypeError, ValueError):
+        return None
+    lay = ctx.plan.layout
+    unit = max(1, (lay.micro_batch or 1) * lay.dp)
+    rounded = max(unit, int(round(gb / unit)) * unit)
+    if rounded != gb:
+        ctx.warn(f"global batch {gb} is not a multiple of micro batch x data parallel = {unit}: the files use "
+                 f"{rounded} sequences")
+    return rounded
+
+
 def save_interval_steps(ctx: Context) -> int | None:
     """The checkpoint interval in optimizer steps, from the plan's own step time (tokens per step and
     expected wall time); Megatron-style trainers count saves in steps, not minutes."""
@@ -283,8 +354,208 @@ def save_interval_steps(ctx: Context) -> int | None:
     return max(1, int(p.checkpoint_interval_min * 60 / step_s))
 
 
+def serve_layout(ctx: Context) -> tuple[int, int, int]:
+    """(tensor parallel, engine processes per node, nodes): a node runs replicas_per_node data-parallel
+    copies of the model, so one orchestrator replica = one node of the plan."""
+    p = ctx.plan
+    tp = max(1, p.gpus_per_replica or p.layout.tp)
+    if tp > ctx.gpus_per_node:
+        raise UsageError(f"plan rank {p.rank} shards a replica over {tp} GPUs but a node has {ctx.gpus_per_node}; "
+                         "multi-node serving replicas are not exported")
+    per_node = max(1, ctx.gpus_per_node // tp)
+    return tp, per_node, p.nodes
+
+
+def serve_max_len(ctx: Context) -> int | None:
+    """The longest request the plan was sized for: its input + output lengths (the engine refuses longer)."""
+    s = ctx.summary
+    try:
+        n = int(s["input_len"]) + int(s["output_len"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
+def serve_command(ctx: Context) -> tuple[str, str]:
+    """(engine, command line) for an OpenAI-compatible server on SERVE_PORT, at the plan's precision,
+    context length, memory share and batch limits."""
+    tp, per_node, _ = serve_layout(ctx)
+    s, a = ctx.summary, ctx.plan.assumptions
+    engine = str(s.get("engine") or "vllm").lower()
+    model = model_id(ctx)
+    weights = str(ctx.plan.precision or s.get("precision") or "bf16").lower()
+    kv = str(s.get("kv_precision") or "").lower()
+    spec = model_spec(ctx)
+    native = (spec.native_precision if spec else "bf16").lower()
+    max_len = serve_max_len(ctx)
+    if weights == "bf16" and not supports_bf16(ctx.plan.gpu):
+        ctx.warn(f"{ctx.plan.gpu} has no BF16 support: the engine runs in FP16")
+        weights = "fp16"
+    if engine == "trtllm":
+        ctx.warn("TensorRT-LLM needs an engine build step; the files serve with vLLM at the same layout")
+        engine = "vllm"
+    if ctx.vendor == "intel" and engine != "vllm":
+        ctx.warn(f"{engine} has no Intel Gaudi build; the files serve with vLLM (Gaudi plugin)")
+        engine = "vllm"
+    prequantized = weights == native and weights in ("fp8", "int8", "int4", "fp4")
+    if weights in ("int4", "int8", "fp4") and not prequantized and not ctx.options.model_id:
+        ctx.warn(f"{weights} weights need a pre-quantized checkpoint (AWQ/GPTQ/NVFP4): point --model-id at one")
+    # Activations/unquantized layers: bf16 unless the GPU lacks it.
+    dtype = "float16" if (weights == "fp16" or not supports_bf16(ctx.plan.gpu)) else "bfloat16"
+    online_fp8 = weights == "fp8" and not prequantized  # quantize a 16-bit checkpoint at load time
+    mem = a.get("memory_fraction")
+    mem = float(mem) if isinstance(mem, (int, float)) and 0.1 <= float(mem) <= 0.99 else None
+    seqs = a.get("max_num_seqs")
+    batched = a.get("max_num_batched_tokens")
+    if engine == "sglang":
+        parts = ["python3", "-m", "sglang.launch_server", "--model-path", shlex.quote(model), "--host", "0.0.0.0",
+                 "--port", str(SERVE_PORT), "--tp", str(tp)]
+        if per_node > 1:
+            parts += ["--dp", str(per_node)]
+        parts += ["--dtype", dtype]
+        if online_fp8:
+            parts += ["--quantization", "fp8"]
+        if kv == "fp8":
+            parts += ["--kv-cache-dtype", "fp8_e5m2"]
+        if max_len:
+            parts += ["--context-length", str(max_len)]
+        if mem:
+            parts += ["--mem-fraction-static", f"{mem:g}"]
+        if isinstance(seqs, int) and seqs > 0:
+            parts += ["--max-running-requests", str(seqs)]
+        return engine, " ".join(parts)
+    parts = ["vllm", "serve", shlex.quote(model), "--host", "0.0.0.0", "--port", str(SERVE_PORT),
+             "--tensor-parallel-size", str(tp)]
+    if per_node > 1:
+        parts += ["--data-parallel-size", str(per_node)]
+    parts += ["--dtype", dtype]
+    if online_fp8:
+        parts += ["--quantization", "fp8"]
+    if kv == "fp8":
+        parts += ["--kv-cache-dtype", "fp8"]
+    if max_len:
+        parts += ["--max-model-len", str(max_len)]
+    if mem:
+        parts += ["--gpu-memory-utilization", f"{mem:g}"]
+    if isinstance(seqs, int) and seqs > 0:
+        parts += ["--max-num-seqs", str(seqs)]
+    if isinstance(batched, int) and batched > 0 and (not max_len or batched >= max_len):
+        parts += ["--max-num-batched-tokens", str(batched)]
+    return "vllm", " ".join(parts)
+
+
+def serve_setup(ctx: Context, engine: str) -> tuple[str | None, list[str]]:
+    """(image, install lines) for the engine on this GPU vendor: ROCm and Gaudi builds run in their
+    vendor's image (the pip wheels are CUDA builds); NVIDIA may pip-install on the host."""
+    image = ctx.options.image or default_image(ctx, engine)
+    if ctx.vendor == "intel":
+        ctx.warn(data_map("serving")["gaudi_note"])
+        return image, []
+    if ctx.vendor != "nvidia":
+        return image, []
+    return None, ["pip install vllm" if engine == "vllm" else "pip install 'sglang[all]'"]
+
+
+# ---------------------------------------------------------------- network
+
+def fabric(ctx: Context) -> str:
+    """The inter-node fabric the plan assumed (its assumptions, else the offer's own network)."""
+    f = str(ctx.plan.assumptions.get("fabric") or "").lower()
+    if not f:
+        try:
+            from gpuplan.planner.network import offer_network
+
+            f = offer_network(ctx.plan.offer).fabric
+        except Exception:  # noqa: BLE001 - an offer the network table cannot read: pessimistic
+            f = "unknown"
+    return f
+
+
+def fast_fabric(ctx: Context) -> str | None:
+    """The RDMA-class fabric a multi-node training plan relies on, or None (one node, serving, TCP)."""
+    if ctx.plan.workload != "train" or ctx.plan.nodes <= 1:
+        return None
+    f = fabric(ctx)
+    return f if f in data_map("network")["fast_fabrics"] else None
+
+
+def network_env(ctx: Context) -> dict[str, str]:
+    """NCCL/RCCL settings for the fabric of a multi-node training plan ({} for one node)."""
+    if ctx.plan.workload != "train" or ctx.plan.nodes <= 1:
+        return {}
+    m = data_map("network")
+    f = fast_fabric(ctx) or "tcp"
+    env = dict(m["nccl_env"][f])
+    if f in ("infiniband", "roce"):
+        env.update(m["provider_nccl_env"].get(ctx.plan.provider, {}))
+    env.update(m["nccl_debug_env"])
+    return env
+
+
+def network_notes(ctx: Context) -> list[str]:
+    """What the user must know about the fabric (one note per fact), for multi-node training plans."""
+    if ctx.plan.workload != "train" or ctx.plan.nodes <= 1:
+        return []
+    m = data_map("network")
+    f = fast_fabric(ctx)
+    gbps = ctx.plan.assumptions.get("fabric_gbps_per_node")
+    speed = f" at {float(gbps):,.0f} Gb/s per node" if isinstance(gbps, (int, float)) else ""
+    notes = []
+    if f is None:
+        ctx.warn(f"the plan runs {ctx.plan.nodes} nodes over {fabric(ctx)} (TCP){speed}: gradient sync is "
+                 "slow and the plan's time assumes exactly that")
+        notes.append(m["fabric_notes"]["tcp"])
+    else:
+        notes.append(f"the plan assumed {f}{speed}; " + m["fabric_notes"][f])
+    if ctx.plan.provider in m["provider_notes"]:
+        notes.append(m["provider_notes"][ctx.plan.provider])
+    return notes
+
+
+# ---------------------------------------------------------------- training launchers
+
+def model_parallel(ctx: Context) -> bool:
+    lay = ctx.plan.layout
+    return max(lay.tp, lay.pp, lay.cp, lay.ep) > 1
+
+
+def zero_stage(ctx: Context) -> int:
+    z = ctx.plan.layout.zero
+    return int(z) if z is not None else 0
+
+
+def _precision(ctx: Context) -> str:
+    prec = ctx.plan.precision.lower()
+    if prec == "bf16" and not supports_bf16(ctx.plan.gpu):
+        ctx.warn(f"{ctx.plan.gpu} has no BF16 support: the training flags ask for FP16 (with loss scaling)")
+        prec = "fp16"
+    return prec
+
+
+@dataclass
+class TrainLaunch:
+    """How one node starts its share of the training: what to install once, what to run, what to set."""
+
+    kind: str  # megatron | accelerate | script
+    setup: list[str]
+    run: list[str]
+    env: dict[str, str]
+    image: str | None
+    notes: list[str]
+
+
+def training_image(ctx: Context, kind: str) -> str | None:
+    images = data_map("images")
+    if ctx.vendor == "nvidia" and ctx.plan.gpu in images["cuda12_gpus"]:
+        return images["cuda12"]
+    if kind == "megatron":
+        return images["megatron"].get(ctx.vendor) or images["train"].get(ctx.vendor)
+    return images["train"].get(ctx.vendor)
+
+
 def megatron_args(ctx: Context) -> list[str]:
-    """Megatron-LM style flags for the layout (the env vars carry the same for other trainers)."""
+    """Megatron-LM flags for the layout, precision, ZeRO stage and checkpoints (the env vars carry the same
+    for other trainers)."""
     p, lay, s = ctx.plan, ctx.plan.layout, ctx.summary
     args = ["--tensor-model-parallel-size", str(lay.tp), "--pipeline-model-parallel-size", str(lay.pp)]
     if lay.cp > 1:
@@ -295,14 +566,11 @@ def megatron_args(ctx: Context) -> list[str]:
         args += ["--sequence-parallel"]
     if lay.micro_batch is not None:
         args += ["--micro-batch-size", str(lay.micro_batch)]
-    if s.get("global_batch") is not None:
-        args += ["--global-batch-size", _fmt(s["global_batch"])]
+    if global_batch(ctx) is not None:
+        args += ["--global-batch-size", str(global_batch(ctx))]
     if s.get("seq_len") is not None:
         args += ["--seq-length", _fmt(s["seq_len"])]
-    prec = p.precision.lower()
-    if prec == "bf16" and not supports_bf16(p.gpu):
-        ctx.warn(f"{p.gpu} has no BF16 support: the training flags ask for FP16 (with loss scaling)")
-        prec = "fp16"
+    prec = _precision(ctx)
     if prec == "fp16":
         args += ["--fp16"]
     elif prec in ("bf16", "fp8", "fp4"):
@@ -316,8 +584,14 @@ def megatron_args(ctx: Context) -> list[str]:
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
     elif rec == "selective":
         args += ["--recompute-granularity", "selective"]
-    if lay.zero is not None and lay.zero >= 1:
-        args += ["--use-distributed-optimizer"]
+    z = zero_stage(ctx)
+    fsdp = data_map("training")["megatron"]["fsdp_strategy"].get(str(z))
+    if fsdp:
+        # ZeRO-2/3: Megatron-FSDP shards gradients (and, for 3, parameters) as the plan's memory assumed.
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", fsdp, "--use-distributed-optimizer",
+                 "--no-gradient-accumulation-fusion", "--ckpt-format", "fsdp_dtensor"]
+    elif z >= 1:
+        args += ["--use-distributed-optimizer"]  # ZeRO-1: optimizer state sharded over data parallel
     steps = save_interval_steps(ctx)
     args += ["--save", ctx.options.checkpoint_dir, "--load", ctx.options.checkpoint_dir]
     if steps is not None:
@@ -325,77 +599,213 @@ def megatron_args(ctx: Context) -> list[str]:
     return args
 
 
-def torchrun_command(ctx: Context, nnodes: str, nproc: str, node_rank: str, master_addr: str,
-                     master_port: str = str(MASTER_PORT)) -> str:
-    """One torchrun line; the arguments are orchestrator expressions (e.g. "$SKYPILOT_NODE_RANK")."""
-    script_args = list(ctx.options.script_args)
-    if ctx.options.megatron_args:
-        script_args = megatron_args(ctx) + script_args
+def megatron_model_args(ctx: Context) -> list[str] | None:
+    """Megatron-LM architecture flags for the plan's model, or None when its shape is unknown."""
+    m = model_spec(ctx)
+    if m is None:
+        return None
+    s = ctx.summary
+    seq = int(float(s.get("seq_len") or min(m.max_seq_len, 4096)))
+    args = ["--num-layers", str(m.n_layers), "--hidden-size", str(m.hidden_size),
+            "--num-attention-heads", str(m.n_heads), "--kv-channels", str(m.head_dim),
+            "--max-position-embeddings", str(seq),
+            "--position-embedding-type", "rope", "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
+    if m.n_kv_heads < m.n_heads:
+        args += ["--group-query-attention", "--num-query-groups", str(m.n_kv_heads)]
+    if m.q_lora_rank or m.kv_lora_rank:
+        args += ["--multi-latent-attention", "--kv-lora-rank", str(m.kv_lora_rank)]
+        if m.q_lora_rank:
+            args += ["--q-lora-rank", str(m.q_lora_rank)]
+        if m.qk_nope_head_dim:
+            args += ["--qk-head-dim", str(m.qk_nope_head_dim)]
+        if m.qk_rope_head_dim:
+            args += ["--qk-pos-emb-head-dim", str(m.qk_rope_head_dim)]
+        if m.v_head_dim:
+            args += ["--v-head-dim", str(m.v_head_dim)]
+    if m.n_experts:
+        args += ["--num-experts", str(m.n_experts), "--moe-router-topk", str(max(1, m.n_active_experts)),
+                 "--moe-ffn-hidden-size", str(m.expert_ffn_size or m.ffn_size)]
+        if m.n_shared_experts and m.shared_expert_ffn_size:
+            args += ["--moe-shared-expert-intermediate-size", str(m.n_shared_experts * m.shared_expert_ffn_size)]
+        if m.n_dense_layers:
+            args += ["--moe-layer-freq", f"([0]*{m.n_dense_layers}+[1]*{m.n_layers - m.n_dense_layers})"]
+    args += ["--ffn-hidden-size", str(m.ffn_size)]
+    if m.gated_ffn:
+        args += ["--swiglu", "--normalization", "RMSNorm"]
+    if not m.tied_embeddings:
+        args += ["--untie-embeddings-and-output-weights"]
+    args += ["--disable-bias-linear"]
+    if m.qkv_bias:
+        args += ["--add-qkv-bias"]
+    if m.sliding_window:
+        ctx.warn(f"{m.name} uses sliding-window attention, which the Megatron flags do not set")
+    return args
+
+
+def _megatron_training_args(ctx: Context) -> list[str]:
+    """Schedule and optimizer: the run length from the plan's tokens; common hyperparameters, each
+    overridable from the environment (LR, MIN_LR, WARMUP_FRACTION is fixed at 1%)."""
+    s = ctx.summary
+    args: list[str] = []
+    try:
+        samples = int(float(s["tokens"]) / float(s["seq_len"]))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        samples = 0
+    if samples > 0:
+        args += ["--train-samples", str(samples), "--lr-decay-samples", str(samples),
+                 "--lr-warmup-samples", str(max(1, samples // 100))]
+    else:
+        ctx.warn("the plan gives no token count and sequence length: set --train-samples in the Megatron command")
+    args += ["--lr", "${LR:-3.0e-4}", "--min-lr", "${MIN_LR:-3.0e-5}", "--lr-decay-style", "cosine",
+             "--weight-decay", "0.1", "--clip-grad", "1.0", "--adam-beta1", "0.9", "--adam-beta2", "0.95",
+             "--log-interval", "10", "--eval-interval", "1000", "--eval-iters", "10", "--exit-signal-handler"]
+    return args
+
+
+def _q(parts: list[str]) -> str:
+    """Shell words; ${VAR...} and "$VAR" stay expandable, everything else is quoted."""
+    out = []
+    for a in parts:
+        if "$" in a:  # an orchestrator or user variable: double quotes keep it expandable
+            out.append('"' + a.replace('"', '\\"') + '"')
+        else:
+            out.append(shlex.quote(a))
+    return " ".join(out)
+
+
+def _torchrun(ctx: Context, nnodes: str, nproc: str, node_rank: str, master_addr: str, master_port: str) -> list[str]:
     parts = ["torchrun", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}"]
     if ctx.plan.nodes > 1:
         parts += [f"--node-rank={node_rank}", f"--master-addr={master_addr}", f"--master-port={master_port}"]
     else:
         parts += ["--standalone"]
-    parts += [shlex.quote(ctx.options.script)] + [shlex.quote(a) for a in script_args]
-    return " ".join(parts)
+    return parts
 
 
-def serve_layout(ctx: Context) -> tuple[int, int, int]:
-    """(tensor parallel, engine processes per node, nodes): a node runs replicas_per_node data-parallel
-    copies of the model, so one orchestrator replica = one node of the plan."""
+def torchrun_command(ctx: Context, nnodes: str, nproc: str, node_rank: str, master_addr: str,
+                     master_port: str = str(MASTER_PORT), script: str | None = None) -> str:
+    """One torchrun line for a user's script; Megatron-style flags follow when the layout is model parallel
+    (orchestrator expressions such as "$SKYPILOT_NODE_RANK" are passed through)."""
+    script_args = list(ctx.options.script_args)
+    if ctx.options.megatron_args and model_parallel(ctx):
+        script_args = megatron_args(ctx) + script_args
+    parts = _torchrun(ctx, nnodes, nproc, node_rank, master_addr, master_port)
+    return " ".join(parts + [shlex.quote(script or ctx.options.script or DEFAULT_SCRIPT)]
+                    + [shlex.quote(a) for a in script_args])
+
+
+def _accelerate_command(ctx: Context, node_rank: str, master_addr: str, master_port: str,
+                        script: str) -> tuple[list[str], list[str], list[str]]:
+    """(command words, python packages, notes) for a pure data-parallel plan: `accelerate launch` with
+    the sharding of the plan's ZeRO stage."""
+    m = data_map("training")["accelerate"]
     p = ctx.plan
-    tp = max(1, p.gpus_per_replica or p.layout.tp)
-    if tp > ctx.gpus_per_node:
-        raise UsageError(f"plan rank {p.rank} shards a replica over {tp} GPUs but a node has {ctx.gpus_per_node}; "
-                         "multi-node serving replicas are not exported")
-    per_node = max(1, ctx.gpus_per_node // tp)
-    return tp, per_node, p.nodes
+    z = zero_stage(ctx)
+    total = p.nodes * ctx.gpus_per_node
+    parts = ["accelerate", "launch", "--num_machines", str(p.nodes), "--num_processes", str(total)]
+    if p.nodes > 1:
+        parts += ["--machine_rank", node_rank, "--main_process_ip", master_addr, "--main_process_port", master_port]
+    deps = list(m["python_deps"])
+    fsdp = m["fsdp_strategy"].get(str(z))
+    if fsdp:
+        parts += ["--use_fsdp", "--fsdp_version", "1", "--fsdp_sharding_strategy", fsdp,
+                  "--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP", "--fsdp_state_dict_type", "SHARDED_STATE_DICT"]
+        how = f"ZeRO-{z} = FSDP {fsdp}"
+    elif z == 1:
+        parts += ["--use_deepspeed", "--zero_stage", "1"]
+        if p.nodes > 1:
+            parts += ["--deepspeed_multinode_launcher", "standard"]
+        deps += m["deepspeed_deps"]
+        how = "ZeRO-1 = DeepSpeed stage 1 (FSDP cannot shard only the optimizer state)"
+    else:
+        if total > 1:
+            parts += ["--multi_gpu"]
+        how = "no ZeRO = DDP"
+    prec = _precision(ctx)
+    mixed = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}.get(prec, "bf16")
+    if prec == "fp4":
+        ctx.warn("FP4 training depends on your framework; `accelerate launch` runs bf16 mixed precision")
+    if prec == "fp8" and ctx.vendor != "nvidia":
+        mixed = "bf16"
+        ctx.warn(f"accelerate's FP8 needs NVIDIA TransformerEngine; on {ctx.vendor} it launches bf16")
+    parts += ["--mixed_precision", mixed, script] + list(ctx.options.script_args)
+    notes = [f"pure data parallel: `accelerate launch` shards as the plan assumed ({how}); {script} must train "
+             "through Accelerate (HF Trainer, TRL and Accelerate loops do), which takes the sharding from the launcher"]
+    return parts, deps, notes
 
 
-def serve_command(ctx: Context) -> tuple[str, str]:
-    """(engine, command line) for an OpenAI-compatible server on SERVE_PORT."""
-    tp, per_node, _ = serve_layout(ctx)
-    s = ctx.summary
-    engine = str(s.get("engine") or "vllm").lower()
-    model = model_id(ctx)
-    weights = str(ctx.plan.precision or s.get("precision") or "bf16").lower()
-    kv = str(s.get("kv_precision") or "").lower()
-    max_len = None
-    if s.get("input_len") and s.get("output_len"):
-        max_len = int(s["input_len"]) + int(s["output_len"])
-    if weights == "bf16" and not supports_bf16(ctx.plan.gpu):
-        ctx.warn(f"{ctx.plan.gpu} has no BF16 support: the engine runs in FP16")
-        weights = "fp16"
-    if engine == "trtllm":
-        ctx.warn("TensorRT-LLM needs an engine build step; the files serve with vLLM at the same layout")
-        engine = "vllm"
-    if weights in ("int4", "int8", "fp4"):
-        ctx.warn(f"{weights} weights need a pre-quantized checkpoint (AWQ/GPTQ/NVFP4): point --model-id at one")
-    if engine == "sglang":
-        parts = ["python3", "-m", "sglang.launch_server", "--model-path", shlex.quote(model), "--host", "0.0.0.0",
-                 "--port", str(SERVE_PORT), "--tp", str(tp)]
-        if per_node > 1:
-            parts += ["--dp", str(per_node)]
-        if weights == "fp8":
-            parts += ["--quantization", "fp8"]
-        if kv == "fp8":
-            parts += ["--kv-cache-dtype", "fp8_e5m2"]
-        if max_len:
-            parts += ["--context-length", str(max_len)]
-        return engine, " ".join(parts)
-    parts = ["vllm", "serve", shlex.quote(model), "--host", "0.0.0.0", "--port", str(SERVE_PORT),
-             "--tensor-parallel-size", str(tp)]
-    if per_node > 1:
-        parts += ["--data-parallel-size", str(per_node)]
-    if weights == "fp8":
-        parts += ["--quantization", "fp8"]
-    elif weights in ("bf16", "fp16"):
-        parts += ["--dtype", "bfloat16" if weights == "bf16" else "float16"]
-    if kv == "fp8":
-        parts += ["--kv-cache-dtype", "fp8"]
-    if max_len:
-        parts += ["--max-model-len", str(max_len)]
-    return "vllm", " ".join(parts)
+def train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: str = str(MASTER_PORT),
+                 nnodes: str | None = None, nproc: str | None = None) -> TrainLaunch:
+    """The launcher the plan's layout needs: Megatron-LM for model parallelism, accelerate (FSDP/DeepSpeed
+    at the ZeRO stage) for pure data parallelism; the user's --script is kept and started the same way."""
+    p = ctx.plan
+    nnodes = nnodes or str(p.nodes)
+    nproc = nproc or str(ctx.gpus_per_node)
+    script = ctx.options.script
+    notes: list[str] = []
+    env: dict[str, str] = {}
+    pip_prefix = "PIP_CONSTRAINT= " if ctx.vendor == "nvidia" else ""  # NGC images pin pip globally
+    req = "if [ -f requirements.txt ]; then pip install -r requirements.txt; fi"
+    if ctx.vendor == "intel":
+        ctx.warn("Intel Gaudi: the launch lines are PyTorch/CUDA-style; on Gaudi use optimum-habana "
+                 "(gaudi_spawn.py) or Intel's Megatron-DeepSpeed fork with the same layout")
+    if model_parallel(ctx):
+        fsdp = zero_stage(ctx) >= 2
+        if not fsdp:
+            env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # TP/SP communication overlap
+        if script is not None:
+            run = [torchrun_command(ctx, nnodes, nproc, node_rank, master_addr, master_port)]
+            return TrainLaunch("script", [req], run, env, training_image(ctx, "megatron"), notes)
+        mcfg = data_map("training")["megatron"]
+        arch = megatron_model_args(ctx)
+        if arch is None:
+            raise UsageError(f"the plan's model {ctx.summary.get('model')!r} has no known shape for the Megatron-LM "
+                             "template; pass --script (your Megatron-style entry point) to launch it")
+        amd = ctx.vendor == "amd"
+        mdir = mcfg["amd_dir"] if amd else mcfg["dir"]
+        tokenizer = base_model_id(ctx)
+        setup = []
+        if amd:
+            setup.append(f'if [ ! -f {mdir}/pretrain_gpt.py ]; then echo "{mdir}/pretrain_gpt.py missing: '
+                         'run in the rocm/megatron-lm image" >&2; exit 2; fi')
+        else:
+            setup.append(f"if [ ! -d {mdir} ]; then git clone --depth 1 --branch {mcfg['ref']} {mcfg['repo']} {mdir}; fi")
+        setup.append(f"{pip_prefix}pip install {' '.join(mcfg['python_deps'])}")
+        data_args = ["--data-path", "$DATA_PATH", "--split", "99,1,0"]
+        if tokenizer:
+            data_args += ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", tokenizer]
+        else:
+            ctx.warn("no Hugging Face tokenizer on record for this model: set --tokenizer-model in the command")
+        words = (_torchrun(ctx, nnodes, nproc, node_rank, master_addr, master_port) + [f"{mdir}/pretrain_gpt.py"]
+                 + arch + megatron_args(ctx) + _megatron_training_args(ctx) + data_args
+                 + list(ctx.options.script_args))
+        if "--ckpt-format" not in words:
+            words += ["--ckpt-format", "torch_dist"]
+        check = ('if [ -z "${DATA_PATH:-}" ]; then echo "set DATA_PATH to your Megatron-preprocessed dataset prefix '
+                 '(tools/preprocess_data.py output, on storage every node reads)" >&2; exit 2; fi')
+        run = [check, _q(words)]
+        env["DATA_PATH"] = ""
+        env["MEGATRON_DIR"] = mdir
+        notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}): "
+                     f"Megatron-LM {'(AMD ROCm fork in the image)' if amd else mcfg['ref']} pretrain_gpt.py with the "
+                     "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule")
+        if amd and zero_stage(ctx) >= 2:
+            ctx.warn("Megatron-FSDP (ZeRO-2/3) flags are from NVIDIA Megatron-LM core_v0.15.0; check that the "
+                     "ROCm fork in rocm/megatron-lm accepts --use-megatron-fsdp, or launch with --script")
+        return TrainLaunch("megatron", setup, run, env, training_image(ctx, "megatron"), notes)
+    words, deps, anotes = _accelerate_command(ctx, node_rank, master_addr, master_port, script or DEFAULT_SCRIPT)
+    notes += anotes
+    setup = [f"{pip_prefix}pip install {' '.join(shlex.quote(d) for d in deps)}", req]
+    return TrainLaunch("script" if script else "accelerate", setup, [_q(words)], env, training_image(ctx, "train"),
+                       notes)
+
+
+def launch_env(ctx: Context, launch: TrainLaunch) -> dict[str, str]:
+    """Everything a training node's environment carries: layout, run settings, launcher, fabric."""
+    env = train_env(ctx)
+    env.update(launch.env)
+    env.update(network_env(ctx))
+    return env
 
 
 # ---------------------------------------------------------------- data maps, images
@@ -411,9 +821,39 @@ def supports_bf16(gpu_id: str) -> bool:
 
 
 def default_image(ctx: Context, engine: str | None = None) -> str | None:
-    images = data_map("images")
-    table = images["serve"].get(engine or "vllm", {}) if ctx.plan.workload == "serve" else images["train"]
-    return table.get(ctx.vendor)
+    """The vendor's image: ROCm builds on AMD, Habana on Gaudi, CUDA on NVIDIA (CUDA 12 for Volta)."""
+    if ctx.plan.workload == "serve":
+        return data_map("images")["serve"].get(engine or "vllm", {}).get(ctx.vendor)
+    return training_image(ctx, "megatron" if model_parallel(ctx) and ctx.options.script is None else "train")
+
+
+TARGET_TOOLS = {"skypilot": "SkyPilot", "dstack": "dstack", "k8s": "Kubernetes"}
+
+
+def supported_targets(provider: str, multi_node: bool = False) -> list[str]:
+    """The export targets that can provision on this provider (Kubernetes: any cluster there); for a
+    multi-node plan dstack also needs a backend that runs multi-node tasks."""
+    out = []
+    sky = data_map("skypilot")
+    if provider in sky["clouds"] or provider in sky.get("kubernetes_providers", {}):
+        out.append("skypilot")
+    backend = data_map("dstack")["backends"].get(provider)
+    if backend and (not multi_node or backend in data_map("network")["dstack"]["multinode_backends"]):
+        out.append("dstack")
+    return out + ["k8s"]
+
+
+def unsupported_provider(ctx: Context, target: str, escape: str, what: str | None = None,
+                         reason: str = "") -> UsageError:
+    """One line: this orchestrator cannot reach the provider (or run this plan there); which targets can,
+    and how to use this one anyway on machines rented there (`escape`)."""
+    p = ctx.plan
+    others = [t for t in supported_targets(p.provider, p.workload == "train" and p.nodes > 1) if t != target]
+    how = " or ".join(f"`gpuplan export {t}`{' (a Kubernetes cluster there)' if t == 'k8s' else ''}" for t in others)
+    what = what or "provision on"
+    reason = f": {reason}" if reason else ""
+    return UsageError(f"{TARGET_TOOLS[target]} cannot {what} {p.provider_name} ({p.provider}){reason}; export plan "
+                      f"rank {p.rank} with {how}, or {escape}")
 
 
 def clean_region(region: str) -> str | None:
@@ -469,3 +909,10 @@ def header(ctx: Context, tool: str, launch: str, notes: list[str]) -> str:
     lines += [f"NOTE: {n}" for n in notes]
     lines += [f"WARNING: {w}" for w in ctx.warnings]
     return "".join(f"# {line}\n" for line in lines)
+
+
+def optional_secret_flags(flag: str) -> str:
+    """Shell words passing each secret only when it is set in the launching shell: a missing
+    WANDB_API_KEY or HF_TOKEN never fails the launch (SkyPilot and dstack both refuse a declared secret
+    without a value, so the files declare none and the launch line adds the ones that exist)."""
+    return " ".join(f"${{{k}:+{flag} {k}}}" for k in SECRET_NAMES)

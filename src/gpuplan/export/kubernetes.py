@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 from gpuplan.export.common import (
-    MASTER_PORT, SECRET_NAMES, SERVE_PORT, Context, ExportResult, data_map, default_image, dump_yaml_all, header,
-    model_id, serve_command, serve_layout, torchrun_command, train_env,
+    MASTER_PORT, SECRET_NAMES, SERVE_PORT, Context, ExportResult, TrainLaunch, data_map, default_image, dump_yaml_all,
+    fast_fabric, header, launch_env, model_id, network_notes, serve_command, serve_layout, serve_setup, train_launch,
 )
 
 SECRET_NAME = "gpuplan-secrets"
@@ -60,6 +60,31 @@ def _scheduling(ctx: Context, notes: list[str]) -> dict[str, Any]:
     return out
 
 
+def _fabric_resources(ctx: Context, notes: list[str]) -> tuple[dict[str, int], bool]:
+    """(extra resource limits, needs IPC_LOCK) for the fabric of a multi-node training plan."""
+    f = fast_fabric(ctx)
+    if f is None:
+        return {}, False
+    m = data_map("network")["kubernetes"]
+    if f == "efa":
+        n = m["efa_interfaces"].get(ctx.plan.instance_type)
+        if n is None:
+            notes.append(f"set {m['efa_resource']} to the number of EFA interfaces of {ctx.plan.instance_type}")
+            n = 1
+        notes.append(f"{m['efa_resource']}: {n} needs the AWS EFA Kubernetes device plugin (EKS: enabled with EFA "
+                     "node groups)")
+        return {m["efa_resource"]: n}, True
+    if f == "tcpx":
+        notes.append("GPUDirect-TCPX on GKE also needs the multi-networking annotations and the tcpx daemon "
+                     "sidecar from Google's GPUDirect guide; without them NCCL runs over the gVNIC")
+        return {}, False
+    res = dict(m["rdma_resource"].get(ctx.plan.provider) or m["rdma_resource"]["default"])
+    name = ", ".join(res)
+    notes.append(f"{f}: the pods ask for {name} (RDMA device plugin) and IPC_LOCK; rename the resource to your "
+                 "cluster's (`kubectl describe node` lists it) or the pods stay Pending")
+    return res, True
+
+
 def _env(values: dict[str, str]) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in values.items()]
     env += [{"name": k, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": k, "optional": True}}}
@@ -80,21 +105,26 @@ def _image(ctx: Context, engine: str | None = None) -> str:
 
 
 def _pod_spec(ctx: Context, container_name: str, script: str, notes: list[str], restart: str | None,
-              claim: str | None) -> dict[str, Any]:
+              claim: str | None, launch: TrainLaunch) -> dict[str, Any]:
     count = ctx.gpus_per_node
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes: list[dict[str, Any]] = [_shm_volume(ctx)]
     if claim:
         mounts.append({"name": "checkpoints", "mountPath": ctx.options.checkpoint_dir})
         volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}})
+    limits: dict[str, Any] = {gpu_resource(ctx): count}
+    extra, ipc_lock = _fabric_resources(ctx, notes)
+    limits.update(extra)
     container: dict[str, Any] = {
         "name": container_name,
-        "image": _image(ctx),
+        "image": ctx.options.image or launch.image or _image(ctx),
         "command": ["bash", "-c", script],
-        "env": _env(train_env(ctx)),
-        "resources": {"limits": {gpu_resource(ctx): count}},
+        "env": _env(launch_env(ctx, launch)),
+        "resources": {"limits": limits},
         "volumeMounts": mounts,
     }
+    if ipc_lock:
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     if ctx.plan.nodes > 1:
         container["ports"] = [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}]
     spec: dict[str, Any] = {}
@@ -138,11 +168,12 @@ def _render_train(ctx: Context) -> ExportResult:
                  f"{'ReadWriteMany: needs a shared-filesystem storage class' if p.nodes > 1 else 'ReadWriteOnce'})")
     notes.append(f"secrets: kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=...")
     if p.nodes > 1:
-        torchrun = torchrun_command(ctx, nnodes=str(p.nodes), nproc=str(ctx.gpus_per_node), node_rank="$RANK",
-                                    master_addr="$MASTER_ADDR", master_port="$MASTER_PORT")
-        script = "set -euo pipefail\n" + torchrun + "\n"
+        launch = train_launch(ctx, node_rank="$RANK", master_addr="$MASTER_ADDR", master_port="$MASTER_PORT")
+        script = "set -euo pipefail\n" + "\n".join(launch.setup + launch.run) + "\n"
+        master_notes: list[str] = []
         pod = {"metadata": {"labels": _labels(ctx, "train")},
-               "spec": _pod_spec(ctx, "pytorch", script, notes, None, claim)}
+               "spec": _pod_spec(ctx, "pytorch", script, master_notes, None, claim, launch)}
+        notes += master_notes
         replica = {"restartPolicy": "OnFailure", "template": pod}
         job = {
             "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
@@ -157,27 +188,26 @@ def _render_train(ctx: Context) -> ExportResult:
         }
         notes.append("needs the Kubeflow training operator (PyTorchJob); it sets MASTER_ADDR, MASTER_PORT and RANK "
                      "(the pod's node rank) in every pod")
-        launch = "kubectl apply -f <this file>"
         docs = [pvc, job]
     else:
-        torchrun = torchrun_command(ctx, nnodes="1", nproc=str(ctx.gpus_per_node), node_rank="0",
-                                    master_addr="localhost")
-        script = "set -euo pipefail\n" + torchrun + "\n"
+        launch = train_launch(ctx, node_rank="0", master_addr="localhost")
+        script = "set -euo pipefail\n" + "\n".join(launch.setup + launch.run) + "\n"
         job = {
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": ctx.name, "labels": _labels(ctx, "train")},
             "spec": {
                 "backoffLimit": ctx.options.max_restarts,
                 "template": {"metadata": {"labels": _labels(ctx, "train")},
-                             "spec": _pod_spec(ctx, "train", script, notes, "OnFailure", claim)},
+                             "spec": _pod_spec(ctx, "train", script, notes, "OnFailure", claim, launch)},
             },
         }
-        launch = "kubectl apply -f <this file>"
         docs = [pvc, job]
-    notes.append(f"checkpoint every {train_env(ctx).get('CHECKPOINT_INTERVAL_MIN', '?')} min; a restarted pod "
-                 "must resume from the latest checkpoint")
-    return ExportResult("k8s", header(ctx, "Kubernetes manifests", launch, notes) + dump_yaml_all(docs),
-                        list(ctx.warnings), launch)
+    launch_cmd = "kubectl apply -f <this file>"
+    notes += launch.notes + network_notes(ctx)
+    notes.append(f"checkpoint every {launch_env(ctx, launch).get('CHECKPOINT_INTERVAL_MIN', '?')} min; a restarted "
+                 "pod must resume from the latest checkpoint")
+    return ExportResult("k8s", header(ctx, "Kubernetes manifests", launch_cmd, notes) + dump_yaml_all(docs),
+                        list(ctx.warnings), launch_cmd)
 
 
 def _render_serve(ctx: Context) -> ExportResult:
@@ -185,6 +215,7 @@ def _render_serve(ctx: Context) -> ExportResult:
     notes: list[str] = []
     tp, per_node, nodes = serve_layout(ctx)
     engine, command = serve_command(ctx)
+    serve_setup(ctx, engine)  # vendor warnings (Gaudi's vLLM plugin); the image carries the engine
     labels = _labels(ctx, "serve")
     spec = _scheduling(ctx, notes)
     container = {

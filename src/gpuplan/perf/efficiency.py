@@ -62,6 +62,12 @@ class TrainingEfficiency:
         shape = np.broadcast(np.asarray(peak_tflops), np.asarray(mem_bw_tbps)).shape
         return np.full(shape, self.eta_max * ratio / (1.0 + self.h_half / float(hidden)))
 
+    def memory_bound_share(self, hidden: float) -> float:
+        """The share of a step the curve spends below its ceiling, h_half / (h + h_half): the
+        memory-bound kernels (norms, activations, softmax, residuals) that make narrow layers slow.
+        LoRA keeps them at full-training size while skipping the frozen weights' gradients."""
+        return self.h_half / (float(hidden) + self.h_half)
+
     def goodput(self, n_gpus) -> np.ndarray:
         n = np.asarray(n_gpus, dtype=np.float64)
         return self.goodput_base / (1.0 + n * self.lost_h_per_failure / self.gpu_h_per_failure)

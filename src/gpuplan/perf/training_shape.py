@@ -38,6 +38,17 @@ class ModelShape:
     adapter_ffn_per_rank: float  # LoRA params per unit rank, FFN matrices (all experts), all layers
     routed_active_params: float = 0.0  # routed-expert weights one token passes through, all layers (MoE)
     expert_ffn: float = 0.0  # routed expert FFN width (MoE; 0 for dense models)
+    ffn_io_active_per_layer: float = 0.0  # sum of (in + out) widths of the FFN matrices a token passes, average layer
+
+    @property
+    def attention_io_per_layer(self) -> float:
+        """Sum of (in + out) widths of the attention projections of one layer."""
+        return self.adapter_attention_per_rank / self.n_layers
+
+    @property
+    def linear_io_dims_per_layer(self) -> float:
+        """Sum of (in + out) widths of every matrix a token passes through in an average layer."""
+        return self.attention_io_per_layer + self.ffn_io_active_per_layer
 
     @property
     def is_moe(self) -> bool:
@@ -68,10 +79,13 @@ def model_shape(m: ModelSpec) -> ModelShape:
         ffn_act = (m.n_dense_layers * m.ffn_size + m.n_moe_layers * moe_ffn) / L
         ffn_adapter = m.n_dense_layers * n_ffn_mats * (h + m.ffn_size) + m.n_moe_layers * (
             m.n_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))
+        ffn_io_active = (m.n_dense_layers * n_ffn_mats * (h + m.ffn_size) + m.n_moe_layers * (
+            m.n_active_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))) / L
     else:
         expert_total = 0.0
         ffn_act = float(m.ffn_size)
         ffn_adapter = L * n_ffn_mats * (h + m.ffn_size)
+        ffn_io_active = n_ffn_mats * (h + m.ffn_size)
     layer_nonexpert = (total - expert_total - embed_in - embed_out) / L
     if m.attention == "mla":
         # Adapters on the q/kv down- and up-projections and the output: approximate by the dense widths.
@@ -90,4 +104,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         adapter_attention_per_rank=float(attn_adapter), adapter_ffn_per_rank=float(ffn_adapter),
         routed_active_params=float(m.n_moe_layers * m.n_active_experts * m.expert_params()) if m.is_moe else 0.0,
         expert_ffn=float(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0.0,
+        ffn_io_active_per_layer=float(ffn_io_active),
     )

@@ -31,6 +31,13 @@ from gpuplan.perf.training_memory import OPTIMIZER_BYTES
 from gpuplan.perf.training_shape import ModelShape
 from gpuplan.perf.workload import TrainingWorkload
 
+# Bytes moved per token per unit of an adapted matrix's (in + out) width: 2-byte activations,
+# read and written (x2), in the forward and the two backward products (x3). Physics, not fitted.
+LORA_ADAPTER_BYTES_PER_DIM = 12.0
+# Bytes per token per unit of a linear layer's (in + out) width for fp8/fp4 dynamic scaling:
+# amax read (2) + cast read (2) + low-precision write (1) = 5, once for the input (forward) and once
+# for the output gradient (backward). Fused casts (TransformerEngine) move less; this is unfused.
+LOWP_CAST_BYTES_PER_DIM = 5.0
 INFINIBAND_GBPS = 400.0  # per GPU, NDR rail-optimised (the common H100 cluster)
 ETHERNET_GBPS = 100.0
 FABRICS = {"infiniband": INFINIBAND_GBPS, "ib": INFINIBAND_GBPS, "ethernet": ETHERNET_GBPS, "eth": ETHERNET_GBPS,
@@ -122,6 +129,14 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     else:
         eta = eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * feats.arch_factor
         hw_tok = hw_tok + routed_expert_extra_flops(shape, wl, eff)
+    if wl.method != "full":
+        # LoRA/QLoRA skip the frozen weights' gradients (fewer GEMM FLOPs), but the memory-bound
+        # share of the step runs as in full training: count it at full-training FLOPs.
+        kw_full = dict(kw, method="full")
+        full_tok = np.array([hardware_flops_per_token(shape, wl.seq_len, r, flash_attention=wl.flash_attention,
+                                                      **kw_full) for r in ("none", "selective", "full")])
+        phi = eff.memory_bound_share(h)
+        hw_tok = (1.0 - phi) * hw_tok + phi * full_tok
     hw = hw_tok[rc.astype(np.int64)]
     if wl.method == "qlora":
         eta = eta / (1.0 + eff.qlora_overhead)
@@ -131,6 +146,18 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     t_mb = flops_mb / rate
     if wl.flash_attention:  # selective recompute of norms/activations: elementwise, memory-bound reruns
         t_mb = t_mb * np.where(rc == 1, 1.0 + eff.selective_overhead, 1.0)
+    if wl.method != "full":
+        # The adapters' own kernels are memory-bound (rank-r GEMMs): each adapted matrix reads its
+        # input and writes its output again, forward and twice backward.
+        adapter_dims = shape.attention_io_per_layer + (shape.ffn_io_active_per_layer if wl.lora_targets == "all" else 0.0)
+        adapter_bytes = LORA_ADAPTER_BYTES_PER_DIM * adapter_dims * lps * tokens_mb / (t * c)
+        t_mb = t_mb + adapter_bytes / (feats.mem_bw_tbps * 1e12 * 0.7)
+    if wl.precision in ("fp8", "fp4"):
+        # Dynamic scaling casts every GEMM input: read the 16-bit tensor for its amax, read it again
+        # and write the low-precision copy, forward (activations) and backward (gradients). Memory-
+        # bound, so it weighs most on narrow layers, where 8-bit GEMMs save least.
+        cast_bytes = LOWP_CAST_BYTES_PER_DIM * shape.linear_io_dims_per_layer * lps * tokens_mb / (t * c)
+        t_mb = t_mb + cast_bytes / (feats.mem_bw_tbps * 1e12 * 0.7)
     compute = m * t_mb
     bubble = np.where(p > 1, (p - 1) / v * t_mb, 0.0)
 

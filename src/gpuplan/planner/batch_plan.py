@@ -423,6 +423,9 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
         load_h = (weights / cold["load_gb_per_s"] / 3600) if weights else 0.0
         engine_h = cold["engine_start_s"] / 3600 if req.kind != "gpu" else 0.0
         cold_h = cold["provision_s"] / 3600 + download_h + load_h + engine_h
+        if cold_h > d["limits"]["max_cold_start_share_of_deadline"] * T:
+            rejected["cold start takes more than half the deadline"] += 1
+            continue
         # Interruptions: capacity taken back plus hardware faults; a replacement re-downloads.
         lam = interruption_rate_per_node_hour(kind, o.pricing) + o.gpus_per_node / gpu_hours_per_failure(kind)
         reacq = reacquire_hours(kind, o.pricing)
@@ -466,7 +469,15 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
             egress_gb_per_item=out_bytes / 1e9, hosts_avail=hosts, hosts_basis=basis, download_gb=download,
             bandwidth_gbps=bw, bw_limited=bw_limited, precision=used_precision, arch=vb.arch,
             vendor_sigma=vb.sigma, price_sigma=price_sigma(o), risk=min(risk, 1.0), notes=notes)
-    info = {"input_bytes_per_item": in_bytes, "output_bytes_per_item": out_bytes}
+    consumer_tp: dict[str, int | None] = {}
+    for gid in {o.gpu for o in cands.offers if catalog.gpus[o.gpu].is_consumer}:
+        if req.kind == "gpu":
+            ok = req.min_gpu_memory_gb is None or catalog.gpus[gid].memory_gb >= req.min_gpu_memory_gb
+            consumer_tp[gid] = 1 if ok else None
+        else:
+            got = thr.llm(gid, 8)
+            consumer_tp[gid] = got[0] if isinstance(got, tuple) else None
+    info = {"input_bytes_per_item": in_bytes, "output_bytes_per_item": out_bytes, "consumer_tp": consumer_tp}
     return list(groups.values()), info
 
 
@@ -716,7 +727,7 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
     singles.sort(key=lambda x: x[0])
     seen: collections.Counter = collections.Counter()
     for _, p, comp in singles:
-        k = (p.provider.id, p.gpu, p.gpn, p.pricing)
+        k = (p.provider.id, p.gpu, p.pricing)
         if seen[k] >= 1:
             continue
         seen[k] += 1
@@ -875,10 +886,16 @@ def _mark_ties(fleets: list[BatchFleet]) -> list[BatchFleet]:
     return out
 
 
-def fleet_text(f: BatchFleet) -> str:
-    """'2x hyperbolic H100-SXM (61%) + 16x vast 1xRTX-4090 (39%)'."""
-    return " + ".join(f"{g.hosts}x {g.provider} {'' if g.gpus_per_node == 1 else f'{g.gpus_per_node:g}x'}{g.gpu} "
-                      f"({g.share:.0%})" for g in f.groups)
+def fleet_text(f: BatchFleet, max_groups: int | None = None) -> str:
+    """'2x hyperbolic H100-SXM (61%) + 16x vast RTX-4090 community (39%)' (the largest shares first
+    when cut to `max_groups`)."""
+    groups = f.groups if max_groups is None else sorted(f.groups, key=lambda g: -g.share)[:max_groups]
+    text = " + ".join(f"{g.hosts}x {g.provider} {'' if g.gpus_per_node == 1 else f'{g.gpus_per_node:g}x'}{g.gpu}"
+                      f"{'' if g.pricing == 'on_demand' else ' ' + g.pricing} ({g.share:.0%})" for g in groups)
+    if len(groups) < len(f.groups):
+        rest = f.groups and sum(g.share for g in f.groups) - sum(g.share for g in groups)
+        text += f" + {len(f.groups) - len(groups)} more offers ({rest:.0%})"
+    return text
 
 
 def _why(fleets: list[BatchFleet], req: BatchPlanRequest) -> list[str]:
@@ -907,16 +924,15 @@ def _why(fleets: list[BatchFleet], req: BatchPlanRequest) -> list[str]:
 
 def _nothing_fits(req: BatchPlanRequest, pools: list[_Pool], rejected, cheapest_over, evaluated) -> str:
     T = req.deadline_hours
+    if not pools and rejected.get("cold start takes more than half the deadline"):
+        return (f"the deadline ({T * 60:,.0f} min) is too short: on every offer, renting a host, downloading the model "
+                f"and warming up takes more than half of it")
     if not pools:
         top = ", ".join(f"{k}: {v}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])[:3])
         return f"no offer can run this work ({top or 'no offers match the constraints'})"
     if cheapest_over is not None and req.budget_usd is not None:
         return (f"the cheapest fleet that meets the {T:g} h deadline costs ${cheapest_over:,.0f}, "
                 f"over the --budget ${req.budget_usd:,.0f}")
-    quickest = min(p.cold_h for p in pools)
-    if quickest >= T:
-        return (f"the deadline ({T * 60:.0f} min) is shorter than the quickest cold start ({quickest * 60:.0f} min to "
-                f"rent a host, download the model and warm up)")
     ev = _evaluate(_max_fleet(pools, req.constraints.max_gpus), req, "")
     hosts = sum(p.hosts_avail for p in pools)
     if ev is None:
@@ -938,11 +954,13 @@ def _suitability(req: BatchPlanRequest, model, pools: list[_Pool], fleets: list[
     else:
         lam = float(np.median([p.lam for p in peer]))
         item_h = float(np.median([p.item_h for p in peer]))
+        restart = float(np.median([p.restart_h for p in peer]))
         lifetime = 1.0 / lam if lam > 0 else math.inf
         ratio = item_h / lifetime
         if ratio <= s["max_item_to_lifetime"]:
             reasons_for.append(f"an item takes {item_h * 3600:,.1f} s against a peer host's mean lifetime of "
-                               f"{lifetime:,.0f} h: an interruption wastes about {ratio / 2:.2%} of the work")
+                               f"{lifetime:,.0f} h: interruptions cost about {interruption_overhead(lam, item_h, restart):.1%} "
+                               f"of host time ({ratio / 2 * 100:.2g}% in lost items, the rest replacing hosts)")
         else:
             reasons_against.append(f"an item takes {item_h:,.2f} h, {ratio:.0%} of a peer host's mean lifetime "
                                    f"({lifetime:,.0f} h): interruptions waste much of the work; split items smaller")
@@ -958,17 +976,20 @@ def _suitability(req: BatchPlanRequest, model, pools: list[_Pool], fleets: list[
         else:
             reasons_against.append(f"a new host needs {cold * 60:,.0f} min to download and load, {share:.0%} of the "
                                    f"{run:,.1f} h it works: cold starts dominate; cache the model near the hosts")
-        tps = [p.tp for p in peer]
-        if min(tps) <= s["max_tp"]:
-            consumer = [p for p in peer if "RTX" in p.gpu]
-            if consumer:
-                reasons_for.append(f"the model fits {min(p.tp for p in consumer)} consumer GPU(s) "
-                                   f"({', '.join(sorted({p.gpu for p in consumer})[:3])})")
+        if min(p.tp for p in peer) > s["max_tp"]:
+            reasons_against.append(f"a replica needs {min(p.tp for p in peer)} GPUs in one host: consumer and edge "
+                                   "hosts cannot hold it")
+    consumer = {g: tp for g, tp in io["consumer_tp"].items() if tp is not None and tp <= s["max_tp"]}
+    if consumer:
+        what = "the model fits" if req.kind != "gpu" else "the work runs on"
+        reasons_for.append(f"{what} {min(consumer.values())} consumer GPU(s) per replica "
+                           f"({', '.join(sorted(consumer)[:3])})")
+    elif io["consumer_tp"]:
+        if req.kind != "gpu" and model is not None:
+            reasons_against.append(f"{model.name} does not fit on {s['max_tp']} consumer GPUs at "
+                                   f"{req.resolved_precision(model)}: try --precision int4 or fp8")
         else:
-            reasons_against.append(f"a replica needs {min(tps)} GPUs in one host: consumer and edge hosts cannot hold it")
-    if model is not None and req.kind != "gpu" and not any(p.tp <= s["max_tp"] and "RTX" in p.gpu for p in pools):
-        reasons_against.append(f"{model.name} does not fit on consumer GPUs at {req.resolved_precision(model)}: "
-                               "try --precision int4 or fp8")
+            reasons_against.append("consumer GPUs have too little memory for it (--min-gpu-memory)")
     if io["output_bytes_per_item"] * req.whole_items > 1e12:
         reasons_against.append(f"{io['output_bytes_per_item'] * req.whole_items / 1e12:,.1f} TB of outputs leave "
                                "the hosts: egress and slow links matter")

@@ -20,7 +20,7 @@ MAX_DEADLINE_HOURS = 24 * 3650.0
 class BatchPlanRequest(BaseModel):
     """A batch job of `items` independent items, finished within `deadline_hours`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["generate", "embed", "gpu"] = Field(
         default="generate", description="generate: LLM generation; embed: embeddings; gpu: generic GPU work")

@@ -448,6 +448,7 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
         """Self-host vs hosted APIs: monthly cost, break-even volume and utilisation (`gpuplan breakeven`)."""
         return SafeJSONResponse(_breakeven(body, state.catalog()))
 
+    from gpuplan.web.batch import register_batch_routes; register_batch_routes(app)  # POST /api/plan/batch
     return app
 
 
