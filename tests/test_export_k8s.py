@@ -3,12 +3,13 @@ no cluster); the PyTorchJob envelope against a schema written from the Kubeflow 
 API, and each of its pod templates against Kubernetes' own PodTemplate schema."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gpuplan.export import export_result, load_plan_result
+from gpuplan.export import build_export, export_result, load_plan_result, parse_plan_result
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"
 CASES = [(f.name, p.rank) for f in sorted(PLANS.glob("*.json")) for p in load_plan_result(f).plans]
@@ -61,11 +62,16 @@ def _validate_pod_template(kv, template: dict) -> None:
 
 @pytest.mark.parametrize("fixture, rank", CASES)
 def test_manifests_validate_against_the_kubernetes_schema(fixture, rank):
-    kv = pytest.importorskip("kubernetes_validate")
-    jsonschema = pytest.importorskip("jsonschema")
     result = load_plan_result(PLANS / fixture)
     plan = next(p for p in result.plans if p.rank == rank)
-    docs = _docs(export_result(result, "k8s", rank).text)
+    _validate_export(plan, export_result(result, "k8s", rank).text)
+
+
+def _validate_export(plan, text: str) -> list[dict]:
+    """Every manifest against the schemas; returns the pod templates."""
+    kv = pytest.importorskip("kubernetes_validate")
+    jsonschema = pytest.importorskip("jsonschema")
+    docs = _docs(text)
     gpu_key = "amd.com/gpu" if plan.gpu.startswith("MI") else "nvidia.com/gpu"
 
     templates = []
@@ -100,9 +106,39 @@ def test_manifests_validate_against_the_kubernetes_schema(fixture, rank):
         if plan.workload == "train":
             assert env["TP_SIZE"]["value"] == str(plan.layout.tp)
             script = container["command"][-1]
-            assert f"--nnodes={plan.nodes}" in script and f"--nproc-per-node={int(plan.gpus_per_node)}" in script
+            gpn = int(plan.gpus_per_node)
+            assert (f"--nnodes={plan.nodes}" in script and f"--nproc-per-node={gpn}" in script) or \
+                f"accelerate launch --num_machines {plan.nodes} --num_processes {plan.nodes * gpn}" in script
         if plan.offer.preemptible and plan.provider == "aws":
             assert t["spec"]["nodeSelector"]["eks.amazonaws.com/capacityType"] == "SPOT"
+    return templates
+
+
+@pytest.mark.parametrize("provider, fabric, resource, count", [
+    ("nebius", "infiniband", "rdma/rdma_shared_device_a", 1),
+    ("aws", "efa", "vpc.amazonaws.com/efa", None),
+    ("oci", "roce", "rdma/rdma_shared_device_a", 1),
+])
+def test_multi_node_fast_fabric_pods_get_rdma_devices(cli, provider, fabric, resource, count):
+    code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", provider,
+                         "--json")
+    assert code == 0, err
+    result = parse_plan_result(json.loads(out))
+    plan = next((p for p in sorted(result.plans, key=lambda p: p.rank)
+                 if p.nodes > 1 and p.assumptions.get("fabric") == fabric), None)
+    assert plan is not None, f"the planner ranked no multi-node {provider} plan on {fabric}"
+    templates = _validate_export(plan, build_export(plan, "k8s", summary=result.summary).text)
+    assert len(templates) == 2  # Master and Worker
+    for t in templates:
+        (c,) = t["spec"]["containers"]
+        limits = c["resources"]["limits"]
+        want = count or {"p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16, "p4d.24xlarge": 4,
+                         "8x B200": 8}[plan.instance_type]
+        assert limits[resource] == want
+        assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["NCCL_DEBUG"] == "INFO"
+        assert ("FI_PROVIDER" in env) == (fabric == "efa") and ("NCCL_IB_GID_INDEX" in env) == (fabric == "roce")
 
 
 def test_invalid_manifest_is_caught_by_the_validator():

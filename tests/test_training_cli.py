@@ -90,3 +90,14 @@ def test_console_script_runs():
     r = subprocess.run(cmd + ["estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1T", "--gpu", "H100",
                               "--tp", "3", "--gpus", "8"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("error: ")
+
+
+def test_tokens_optional_for_step_time_with_gpus(cli):
+    import json as _json
+
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8", "--json")
+    assert code == 0, err
+    est = _json.loads(out)
+    assert est["step_time_s"] > 0 and 0 < est["mfu"] < 1 and any("no --tokens" in n for n in est["notes"])
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100")
+    assert code == 2 and "--gpus" in err and "Traceback" not in err

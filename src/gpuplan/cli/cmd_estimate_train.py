@@ -12,7 +12,9 @@ from gpuplan.cli.app import estimate_app
 from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
-TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B).")]
+TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B); optional with --gpus.")]
+# Without --tokens (and with --gpus) the per-step figures stand and whole-run figures are per this many tokens.
+NOMINAL_TOKENS = 1e9
 EpochsOpt = Annotated[Optional[float], typer.Option("--epochs", help="Epochs over --dataset-tokens (fine-tuning).")]
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset-tokens", help="Tokens in the data set (with --epochs).")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="bf16, fp16, fp8 (GPUs with FP8) or fp4 (GPUs with FP4).")]
@@ -107,11 +109,19 @@ def train_command(
     if gpu is None:
         raise UsageError("--gpu is required (e.g. --gpu H100)")
     spec = resolve_model_option(model, params, active_params)
-    wl = _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets)
+    no_tokens = tokens is None and dataset_tokens is None
+    if no_tokens and gpus is None:
+        raise UsageError("give --tokens (or --epochs with --dataset-tokens), or --gpus for step time, MFU and memory alone")
+    wl = _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets,
+                   default_tokens=NOMINAL_TOKENS if no_tokens else None)
     est = estimate_training(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
                             recompute=recompute, zero=zero, inter_node_gbps_per_gpu=_fabric(fabric),
                             gpus_per_node=gpus_per_node, goodput=goodput, efficiency=efficiency,
                             deadline_days=deadline_days, attention=attention.strip().lower())
+    if no_tokens:
+        est = est.model_copy(update={"notes": est.notes + [
+            f"no --tokens: step time, MFU, memory and layout stand; GPU-hours and wall time are per "
+            f"{NOMINAL_TOKENS:.0e} tokens"]})
     if as_json:
         from gpuplan.cli.output import print_json
 

@@ -132,9 +132,15 @@ def offers_command(
     for r in rows:
         r["gpus_text"] = f"{r['gpus_per_node']:g}"
         r["age_text"] = f"{r['age_days']}d" + (" stale" if r["stale"] else "")
+        fabric = r.get("interconnect") or "?"
+        gbps = f" {r['fabric_gbps_per_node']:g}G" if r.get("fabric_gbps_per_node") else ""
+        r["cluster_text"] = {True: "cluster", False: "single", None: "?"}[r.get("cluster")] + f" {fabric}{gbps}" \
+            + (f" <={r['max_nodes']}" if r.get("max_nodes") else "")
     emit(rows, [
         ("provider", "provider"), ("instance_type", "instance"), ("gpu", "GPU"), ("gpus_text", "GPUs"),
+        ("cluster_text", "multi-node"),
         ("region", "region"), ("pricing", "pricing"), ("price_per_hour_usd", "$/h"),
         ("price_per_gpu_hour_usd", "$/GPU-h"), ("age_text", "price age"), ("confidence", "confidence"),
     ], title=f"{len(rows)} offers", formatters={"price_per_hour_usd": fmt_usd, "price_per_gpu_hour_usd": fmt_usd},
-        caption=f"offers from: {cat.origin}; prices older than {STALE_AFTER_DAYS} days are marked stale")
+        caption=f"offers from: {cat.origin}; prices older than {STALE_AFTER_DAYS} days are marked stale; multi-node: "
+                "cluster product or single VMs, fabric, Gb/s per node, most nodes (? = unknown)")

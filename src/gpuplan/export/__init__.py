@@ -3,8 +3,11 @@
     from gpuplan.export import export_plan, ExportOptions
     text = export_plan(plan, "skypilot", ExportOptions(script="train.py"), summary=result.summary)
 
-The files carry the planned GPU, node count, layout, spot policy and checkpoint cadence, and
-say plainly (header comment + warnings) where the orchestrator cannot reach the provider.
+The files carry the planned GPU, node count, layout (launched by Megatron-LM for model parallelism,
+by `accelerate launch` with the ZeRO stage's sharding otherwise), spot policy, checkpoint cadence and,
+for multi-node plans, the fabric the plan assumed (SkyPilot `network_tier: best`, a dstack cluster
+fleet, Kubernetes RDMA/EFA devices, NCCL settings). An orchestrator that cannot reach the provider is
+a one-line UsageError naming the targets that can; secrets are passed only when set.
 """
 from __future__ import annotations
 
@@ -13,13 +16,13 @@ from typing import Any
 from gpuplan.errors import UsageError
 from gpuplan.export.common import (
     TARGET_ALIASES, TARGETS, ExportOptions, ExportResult, load_plan_result, make_context, parse_plan_result,
-    select_plan, write_atomic,
+    select_plan, supported_targets, write_atomic,
 )
 from gpuplan.planner.records import Plan, PlanResult
 
 __all__ = [
     "TARGETS", "ExportOptions", "ExportResult", "build_export", "export_plan", "export_result",
-    "load_plan_result", "parse_plan_result", "select_plan", "write_atomic",
+    "load_plan_result", "parse_plan_result", "select_plan", "supported_targets", "write_atomic",
 ]
 
 
@@ -35,7 +38,8 @@ def resolve_target(target: str) -> str:
 
 def build_export(plan: Plan, target: str, options: ExportOptions | None = None,
                  summary: dict[str, Any] | None = None) -> ExportResult:
-    """The file text for one plan, its warnings (print them), and the launch command."""
+    """The file text for one plan, its warnings (print them), the launch command and any further files
+    the launch needs (ExportResult.files)."""
     t = resolve_target(target)
     if not isinstance(plan, Plan):
         raise UsageError("export needs a Plan (from PlanResult.plans)")

@@ -736,6 +736,12 @@ def _accelerate_command(ctx: Context, node_rank: str, master_addr: str, master_p
 
 def train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: str = str(MASTER_PORT),
                  nnodes: str | None = None, nproc: str | None = None) -> TrainLaunch:
+    """The launcher the plan's layout needs, with the fabric's checks (see _train_launch)."""
+    return _fabric_checks(ctx, _train_launch(ctx, node_rank, master_addr, master_port, nnodes, nproc))
+
+
+def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: str = str(MASTER_PORT),
+                  nnodes: str | None = None, nproc: str | None = None) -> TrainLaunch:
     """The launcher the plan's layout needs: Megatron-LM for model parallelism, accelerate (FSDP/DeepSpeed
     at the ZeRO stage) for pure data parallelism; the user's --script is kept and started the same way."""
     p = ctx.plan
@@ -798,6 +804,16 @@ def train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: st
     setup = [f"{pip_prefix}pip install {' '.join(shlex.quote(d) for d in deps)}", req]
     return TrainLaunch("script" if script else "accelerate", setup, [_q(words)], env, training_image(ctx, "train"),
                        notes)
+
+
+def _fabric_checks(ctx: Context, launch: TrainLaunch) -> TrainLaunch:
+    """EFA: warn (export and job log) when the image may lack the aws-ofi-nccl plugin NCCL needs for EFA."""
+    if fast_fabric(ctx) == "efa":
+        m = data_map("network")
+        launch.setup.append(m["efa_plugin_check"])
+        if not ctx.options.image:
+            ctx.warn(m["efa_image_warning"])
+    return launch
 
 
 def launch_env(ctx: Context, launch: TrainLaunch) -> dict[str, str]:

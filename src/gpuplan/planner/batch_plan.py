@@ -620,7 +620,7 @@ def _simulate(ev: dict[str, Any], req: BatchPlanRequest, trials: int | None = No
     for gi, r in enumerate(rows):
         p, h = r["pool"], r["hosts"]
         useful_h = r["run"] * p.useful
-        k = min(h, k_max)
+        k = max(1, min(h, k_max // len(rows)))  # hosts sampled one by one: at most k_max per fleet
         wall, billed = simulate_host_walls(useful_h, p.lam, p.item_h, p.restart_h, trials * k,
                                            req.seed + 104729 * (gi + 1), p.billed_restart_frac)
         f = (wall / useful_h).reshape(trials, k).mean(axis=1) if useful_h > 0 else np.ones(trials)
@@ -780,8 +780,8 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
             if ev is not None:
                 ev["spares_p90"] = 0
                 ev["is_moe"] = bool(model is not None and model.is_moe)
-                ev["sim"] = _simulate(ev, req)
-                ev["sim_int"] = _simulate(ev, req, with_spreads=False)
+                ev["sim"] = _simulate(ev, req, trials=200)
+                ev["sim_int"] = _simulate(ev, req, trials=200, with_spreads=False)
                 closest = _to_fleet(0, ev, req, model, io)
     else:
         why = _why(fleets, req)
