@@ -16,6 +16,10 @@ REQUIRED = [
     "llama-7b", "llama-13b", "llama-33b", "llama-65b", "pythia-70m", "pythia-6.9b", "opt-175b", "nemotron-4-340b",
     "deepseek-v2", "tinyllama-1.1b", "qwen2.5-14b", "qwen2.5-32b", "llama-3.2-1b", "llama-3.2-3b", "gemma-2-2b",
     "mistral-nemo-12b", "phi-3-mini", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
+    # Open models trained and served in 2025-26 (issue 13, coverage).
+    "llama-4-scout", "llama-4-maverick", "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-14b", "qwen3-30b-a3b",
+    "glm-4.5", "glm-4.5-air", "gemma-3-1b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "phi-4", "phi-4-mini",
+    "phi-3.5-moe", "mistral-small-3", "mistral-large-2", "granite-3.3-8b", "olmo-2-7b", "olmo-2-13b", "olmo-2-32b",
 ]
 RECORDS = {r["id"]: r for r in preset_records()}
 
@@ -50,8 +54,11 @@ def test_total_params_match_published_within_1pct(pid):
 def test_moe_active_params_match_published(pid):
     spec, rec = get_preset(pid), RECORDS[pid]
     assert spec.published_active_params, f"{pid}: MoE preset without a published active count"
-    # gpt-oss publishes active weights without the input embedding lookup (a table read, not a matmul).
+    # gpt-oss publishes active weights without the input embedding lookup (a table read, not a matmul);
+    # GLM-4.5 publishes them without the input and the output embedding matrices.
     active = spec.non_embedding_active_params() if rec.get("active_excludes_input_embedding") else spec.active_params()
+    if rec.get("active_excludes_embeddings"):
+        active = spec.active_params() - spec.embedding_params()
     tol = 0.02 + _rounding_tolerance(spec.published_active_params)
     assert active == pytest.approx(spec.published_active_params, rel=tol)
     assert spec.active_params() < 0.5 * spec.total_params()
@@ -89,6 +96,40 @@ def test_family_features():
     assert get_preset("llama-3.2-1b").tied_embeddings
 
 
+def test_2025_family_features():
+    scout, maverick = get_preset("llama-4-scout"), get_preset("llama-4-maverick")
+    assert (scout.n_experts, scout.n_active_experts, scout.n_shared_experts, scout.n_dense_layers) == (16, 1, 1, 0)
+    # Maverick alternates 24 dense layers with 24 MoE layers of 128 experts; both activate ~17B.
+    assert (maverick.n_experts, maverick.n_dense_layers) == (128, 24)
+    assert scout.active_params() / 1e9 == pytest.approx(17.2, abs=0.1)
+    assert maverick.active_params() / 1e9 == pytest.approx(17.2, abs=0.1)
+    assert maverick.total_params() / 1e9 == pytest.approx(400.7, abs=0.1)  # text backbone, vision encoder excluded
+    glm = get_preset("glm-4.5")
+    assert glm.qkv_bias and glm.n_dense_layers == 3 and glm.n_shared_experts == 1
+    assert (get_preset("glm-4.5-air").n_experts, get_preset("glm-4.5-air").expert_ffn_size) == (128, 1408)
+    for pid in ("gemma-3-1b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
+        g = get_preset(pid)
+        # Interleaved 5:1 local/global attention: a single window would understate the global layers' KV.
+        assert g.tied_embeddings and g.sliding_window is None, pid
+    assert get_preset("gemma-3-27b").head_dim == 128 and get_preset("gemma-3-12b").head_dim == 256
+    assert [get_preset(p).tied_embeddings for p in ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-14b")] == [
+        True, True, True, False]
+    assert get_preset("olmo-2-7b").attention == "mha" and get_preset("olmo-2-32b").attention == "gqa"
+    assert get_preset("phi-3.5-moe").n_active_experts == 2 and get_preset("phi-3.5-moe").qkv_bias
+    # hidden 5120 but 32 heads of 128: the head dimension is not hidden / heads.
+    ms = get_preset("mistral-small-3")
+    assert ms.head_dim * ms.n_heads == 4096 != ms.hidden_size
+    assert get_preset("deepseek-r1").native_precision == "fp8"
+
+
+def test_2025_presets_carry_their_config_source():
+    for pid in ("llama-4-scout", "llama-4-maverick", "qwen3-0.6b", "qwen3-14b", "glm-4.5", "glm-4.5-air",
+                "gemma-3-4b", "phi-4", "phi-3.5-moe", "mistral-small-3", "mistral-large-2", "granite-3.3-8b",
+                "olmo-2-32b"):
+        rec = RECORDS[pid]
+        assert f"https://huggingface.co/{rec['hf_id']}/blob/main/config.json" in rec["source"], pid
+
+
 @pytest.mark.parametrize("spelling, pid", [
     ("Llama-3.1-70B", "llama-3.1-70b"), ("llama3.1-70b", "llama-3.1-70b"), ("meta-llama/Llama-3.1-70B", "llama-3.1-70b"),
     ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"), ("LLAMA_3.1_8B", "llama-3.1-8b"),
@@ -96,6 +137,14 @@ def test_family_features():
     ("DeepSeek-R1", "deepseek-v3"), ("Mixtral-8x7B", "mixtral-8x7b"), ("LLaMA-33B", "llama-33b"), ("Pythia-1.4B", "pythia-1.4b"),
     ("GPT-3-175B", "gpt-3-175b"), ("TinyLlama-1.1B", "tinyllama-1.1b"), ("Kimi-K2.5", "kimi-k2"),
     ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"), ("Llama-4-Maverick", "llama-4-maverick"),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "llama-4-maverick"), ("Qwen/Qwen3-4B", "qwen3-4b"),
+    ("Qwen3-0.6B", "qwen3-0.6b"), ("zai-org/GLM-4.5-Air", "glm-4.5-air"), ("GLM-4.5", "glm-4.5"),
+    ("google/gemma-3-27b-it", "gemma-3-27b"), ("gemma-3-1b-it", "gemma-3-1b"), ("microsoft/phi-4", "phi-4"),
+    ("Phi-4-mini-instruct", "phi-4-mini"), ("microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"),
+    ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-3"), ("Mistral-Large-Instruct-2411", "mistral-large-2"),
+    ("ibm-granite/granite-3.3-8b-instruct", "granite-3.3-8b"), ("allenai/OLMo-2-0325-32B-Instruct", "olmo-2-32b"),
+    ("OLMo-2-7B", "olmo-2-7b"), ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
 ])
 def test_forgiving_names(spelling, pid):
     assert get_preset(spelling).name == pid

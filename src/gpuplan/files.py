@@ -1,21 +1,117 @@
-"""Writing the user's output files: refuse a bad --out before any work, then write atomically."""
+"""Writing the user's output files: refuse a bad --out before any work, then write atomically.
+
+The one writer of user files (exports, catalog export, reports). Its rules:
+
+- ``-`` means stdout (so do ``/dev/stdout``, ``/dev/fd/1`` and ``/proc/self/fd/1``): the text is
+  written there and nothing on disk is touched.
+- A symlink is FOLLOWED: the file it points to is replaced atomically and the link itself stays a
+  link (as a shell's ``>`` would write through it). A dangling link creates its target; a symlink
+  loop is refused.
+- Only regular files are replaced. A directory, a character or block device (``/dev/full``,
+  ``/dev/null``), a FIFO or a socket is refused with one line, before any work is done.
+- The text goes to a temp file in the target's own folder, is fsynced and then renamed over the
+  target: a reader sees the old file or the new one, never half of it; on any failure (a full disk,
+  a read-only filesystem, a kill) the old file is untouched and no temp file is left.
+- An existing target keeps its permission bits; a new one gets 0666 minus the umask.
+- Every problem is one line: a bad --out (missing folder, directory, device, loop, no permission)
+  is a UsageError (exit 2) raised by `check_out_path` before any work; an OSError while writing
+  (ENOSPC, EIO, EROFS...) is a `WriteError` (exit 1). No traceback ever reaches the user.
+"""
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
-from gpuplan.errors import UsageError
+from gpuplan.errors import GpuplanError, UsageError
+
+STDOUT = "-"
+_STDOUT_ALIASES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+class WriteError(GpuplanError):
+    """Writing a checked --out target failed (disk full, I/O error, read-only filesystem): exit 1."""
+
+
+def is_stdout(out: str | os.PathLike) -> bool:
+    """'-' (or /dev/stdout and its aliases): print instead of writing a file."""
+    s = os.fspath(out)
+    return s == STDOUT or s in _STDOUT_ALIASES
+
+
+def _why(e: OSError) -> str:
+    return e.strerror or errno.errorcode.get(e.errno or 0, "") or type(e).__name__
+
+
+def _kind(mode: int) -> str | None:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None
+
+
+def _target(path: Path) -> Path:
+    """The file a write to `path` lands in: `path` itself, or where its symlink chain ends."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))  # dangling: writing creates the link's target
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(f"--out {path}: symlink loop; give a file name") from None
+        raise UsageError(f"--out {path}: cannot follow the symlink ({_why(e)})") from None
+    except RuntimeError:  # a loop on Pythons whose realpath raises RuntimeError
+        raise UsageError(f"--out {path}: symlink loop; give a file name") from None
 
 
 def check_out_path(out: str | os.PathLike) -> Path:
-    """The --out path, refused in one line when it names a directory or its folder is missing."""
+    """The --out path, checked before any work: refused in one line (UsageError) when it names a
+    directory, a device, a FIFO or a socket, a symlink loop, a missing folder, or a place this
+    user may not write. '-' (stdout) is returned as is. Returns the path as given (not resolved)."""
+    if is_stdout(out):
+        return Path(os.fspath(out))
+    text = os.fspath(out)
+    if not str(text).strip():
+        raise UsageError("--out is empty; give a file name or '-' for stdout")
+    if "\x00" in str(text):
+        raise UsageError("--out contains a NUL byte; give a file name")
     path = Path(out)
-    if path.is_dir():
-        raise UsageError(f"--out {path}: is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"--out {path}: directory {parent} does not exist")
+    real = _target(path)
+    shown = str(path) if real == path else f"{path} (-> {real})"
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise UsageError(f"--out {shown}: a part of the path is not a directory") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UsageError(f"--out {shown}: symlink loop; give a file name") from None
+        raise UsageError(f"--out {shown}: cannot use it ({_why(e)})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = _kind(st.st_mode) or "not a regular file"
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"--out {shown}: is a directory; give a file name")
+        raise UsageError(f"--out {shown}: is {kind}, not a regular file; refusing to replace it "
+                         f"(use '-' to print to stdout)")
+    parent = real.parent if str(real.parent) else Path(".")
+    try:
+        parent_ok = parent.is_dir()
+    except OSError:
+        parent_ok = False
+    if not parent_ok:
+        raise UsageError(f"--out {shown}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {shown}: permission denied (cannot create files in {parent})")
+    if st is not None and not os.access(real, os.W_OK):
+        raise UsageError(f"--out {shown}: permission denied (the file is not writable)")
     return path
 
 
@@ -25,24 +121,64 @@ def _umask() -> int:
     return mask
 
 
+def _write_stdout(text: str) -> Path:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise WriteError(f"cannot write to stdout ({_why(e)})") from None
+    return Path(STDOUT)
+
+
 def write_atomic(out: str | os.PathLike, text: str) -> Path:
-    """Write via a temp file in the same directory, fsync, then rename over the target: a reader
-    sees the old file or the new one, never half of it, and a failure leaves no file behind."""
+    """Write `text` to `out` (see the module docstring): '-' prints it; a symlink is followed and the
+    file it points to replaced atomically (the link stays); non-regular targets are refused. Via a temp
+    file in the same directory, fsync, then rename: a reader sees the old file or the new one, never half
+    of it, and a failure leaves the old file and no temp file behind. Returns the path as given."""
     path = check_out_path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if is_stdout(path):
+        return _write_stdout(text)
+    real = _target(path)
+    try:
+        old_mode = stat.S_IMODE(os.stat(real).st_mode)
+    except OSError:
+        old_mode = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    except OSError as e:
+        raise WriteError(f"--out {path}: cannot write ({_why(e)})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        os.chmod(tmp, old_mode if old_mode is not None else 0o666 & ~_umask())
+        os.replace(tmp, real)
     except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise UsageError(f"--out {path}: cannot write ({e.strerror or type(e).__name__})") from None
+            raise WriteError(f"--out {path}: cannot write ({_why(e)}); the previous file is unchanged") from None
+        if isinstance(e, (UnicodeError, ValueError)):
+            raise WriteError(f"--out {path}: cannot write ({type(e).__name__})") from None
         raise
+    _fsync_dir(real.parent)
     return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable; best effort (some filesystems refuse to open a directory)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

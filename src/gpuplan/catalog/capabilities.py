@@ -71,6 +71,13 @@ def _has_precision(gpu: Gpu, info: ArchInfo | None, precision: str) -> bool:
     return info is None or precision in info.precisions
 
 
+def _sixteen_bit(gpu: Gpu, info: ArchInfo | None, precision: str) -> str | None:
+    """The 16-bit format this GPU runs for a requested bf16/fp16 (None: none at all)."""
+    if _has_precision(gpu, info, precision):
+        return precision
+    return next((p for p in ("fp16", "bf16") if _has_precision(gpu, info, p)), None)
+
+
 def resolve_training(gpu: Gpu, precision: str) -> Resolution:
     """The precision and attention kernel a training job runs with on this GPU.
 
@@ -81,12 +88,12 @@ def resolve_training(gpu: Gpu, precision: str) -> Resolution:
     info = arch_info(gpu)
     notes: list[str] = []
     used = precision
-    if precision in SIXTEEN_BIT and not _has_precision(gpu, info, precision):
-        alt = next((p for p in ("fp16", "bf16") if _has_precision(gpu, info, p)), None)
-        if alt is None:
+    if precision in SIXTEEN_BIT:
+        used = _sixteen_bit(gpu, info, precision)
+        if used is None:
             return Resolution(False, precision, reason=f"{gpu.id} has no 16-bit tensor cores")
-        used = alt
-        notes.append(f"{gpu.id} has no {precision}: trains in {alt} with dynamic loss scaling")
+        if used != precision:
+            notes.append(f"{gpu.id} has no {precision}: trains in {used} with dynamic loss scaling")
     elif not _has_precision(gpu, info, precision):
         return Resolution(False, precision, reason=f"{gpu.id} ({info.name if info else 'unknown architecture'}) "
                                                    f"has no {precision} tensor cores")
@@ -109,12 +116,12 @@ def resolve_serving(gpu: Gpu, precision: str, engine: str | None) -> Resolution:
         return Resolution(False, precision, reason=f"{engine_key} does not run on {gpu.vendor} GPUs")
     if info is not None and engine_key in info.engines and not info.engines[engine_key]:
         return Resolution(False, precision, reason=f"{engine_key} does not support {info.name} ({gpu.id})")
-    if precision in SIXTEEN_BIT and not _has_precision(gpu, info, precision):
-        alt = next((p for p in ("fp16", "bf16") if _has_precision(gpu, info, p)), None)
-        if alt is None:
+    if precision in SIXTEEN_BIT:
+        used = _sixteen_bit(gpu, info, precision)
+        if used is None:
             return Resolution(False, precision, reason=f"{gpu.id} has no 16-bit tensor cores")
-        used = alt
-        notes.append(f"{gpu.id} has no {precision}: serves {alt} weights (same size)")
+        if used != precision:
+            notes.append(f"{gpu.id} has no {precision}: serves {used} weights (same size)")
     if info is not None and engine_key in info.engines and info.engines[engine_key] not in ("yes", None):
         notes.append(f"{engine_key} on {info.name}: {info.engines[engine_key]}")
     return Resolution(True, used, flash_attention=bool(info is None or info.flash_attention), notes=tuple(notes))

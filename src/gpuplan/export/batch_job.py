@@ -117,7 +117,7 @@ def batch_job(result, target: str = "skypilot", rank: int = 1, *, name: str | No
         if target == "skypilot":
             doc = _sky_task(name, gi, g, gpn, img, env, script, bucket)
             launch.append(f"for w in $(seq 0 {g.hosts - 1}); do sky jobs launch -y -n {name}-g{gi}-w$w "
-                          f"--env WORKER=$w {fname}; done")
+                          f"--env WORKER=$w ${{HF_TOKEN:+--env HF_TOKEN}} {fname}; done")
         else:
             doc = _k8s_job(name, gi, g, gpn, img, env, script)
             launch.append(f"kubectl apply -f {fname}  # in the cluster of {g.provider}")
@@ -166,7 +166,7 @@ def _sky_task(name: str, gi: int, g, gpn: int, image: str, env: dict[str, str], 
     if cloud:
         resources = {"infra": cloud, **resources}
     return {"name": f"{name}-g{gi}", "resources": resources, "num_nodes": 1,
-            "envs": {**env, "HF_TOKEN": None},
+            "envs": env,  # HF_TOKEN is passed by the launch command only when set in your shell
             "file_mounts": {DATA_DIR: {"source": bucket, "mode": "MOUNT"}},
             "run": script}
 

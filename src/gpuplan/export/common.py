@@ -388,6 +388,10 @@ def serve_command(ctx: Context) -> tuple[str, str]:
     spec = model_spec(ctx)
     native = (spec.native_precision if spec else "bf16").lower()
     max_len = serve_max_len(ctx)
+    if max_len and spec and max_len > spec.max_seq_len:
+        ctx.warn(f"requests of {max_len} tokens exceed {spec.name}'s {spec.max_seq_len}-token context: "
+                 f"the engine is capped there")
+        max_len = spec.max_seq_len
     if weights == "bf16" and not supports_bf16(ctx.plan.gpu):
         ctx.warn(f"{ctx.plan.gpu} has no BF16 support: the engine runs in FP16")
         weights = "fp16"
@@ -556,7 +560,7 @@ def training_image(ctx: Context, kind: str) -> str | None:
 def megatron_args(ctx: Context) -> list[str]:
     """Megatron-LM flags for the layout, precision, ZeRO stage and checkpoints (the env vars carry the same
     for other trainers)."""
-    p, lay, s = ctx.plan, ctx.plan.layout, ctx.summary
+    lay, s = ctx.plan.layout, ctx.summary
     args = ["--tensor-model-parallel-size", str(lay.tp), "--pipeline-model-parallel-size", str(lay.pp)]
     if lay.cp > 1:
         args += ["--context-parallel-size", str(lay.cp)]

@@ -20,7 +20,7 @@ from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
-from gpuplan.planner.uncertainty import (Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ranking_cost,
+from gpuplan.planner.uncertainty import (ties_line, Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ranking_cost,
                                          serving_band, vendor_band)
 
 HOURS_PER_MONTH = 730.0
@@ -300,10 +300,7 @@ def _why(plans: list[Plan], users_given: bool) -> list[str]:
              f"${best.cost_usd:,.0f} for the horizon (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
              f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens, TTFT "
              f"{best.assumptions.get('ttft_ms') or 0:,.0f} ms, TPOT {best.assumptions.get('tpot_ms') or 0:,.0f} ms"]
-    ties = [p for p in plans[1:] if p.ties_first]
-    if ties:
-        lines.append(f"{len(ties)} plan(s) tie with #1 within the bands: " +
-                     ", ".join(f"#{p.rank} {p.provider_name} {p.gpu}" for p in ties[:4]))
+    lines.extend(ties_line(plans))
     for other in plans[1:3]:
         diff = other.cost_usd - best.cost_usd
         if diff >= 0.5:

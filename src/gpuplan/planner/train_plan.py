@@ -23,7 +23,7 @@ from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
-from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma,
+from gpuplan.planner.uncertainty import (ties_line, Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma,
                                          price_sigma, ranking_cost, vendor_band)
 
 # Without a deadline the cheapest count is often the smallest that fits, which can take a
@@ -555,10 +555,7 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
              f"${best.cost_usd:,.0f} expected (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
              f"{best.wall_hours / 24:.1f} days (p90 {best.wall_p90_hours / 24:.1f}); "
              f"widest uncertainty: {best.uncertainty.get('dominant', '?').replace('_', ' ')}"]
-    ties = [p for p in plans[1:] if p.ties_first]
-    if ties:
-        lines.append(f"{len(ties)} plan(s) tie with #1 within the bands: " +
-                     ", ".join(f"#{p.rank} {p.provider_name} {p.gpu}" for p in ties[:4]))
+    lines.extend(ties_line(plans))
     for other in plans[1:4]:
         reasons = []
         cheaper_hourly = other.offer.price_per_gpu_hour_usd < best.offer.price_per_gpu_hour_usd

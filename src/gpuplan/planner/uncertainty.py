@@ -157,6 +157,15 @@ def mark_ties(plans: list) -> list:
     return out
 
 
+def ties_line(plans: list) -> list[str]:
+    """The sentence naming the plans that tie with #1 (none when nothing ties)."""
+    ties = [p for p in plans[1:] if p.ties_first]
+    if not ties:
+        return []
+    return [f"{len(ties)} plan(s) tie with #1 within the bands: "
+            + ", ".join(f"#{p.rank} {p.provider_name} {p.gpu}" for p in ties[:4])]
+
+
 def flip_analysis(first: dict, runner: dict) -> list[str]:
     """What would have to change for the runner-up to beat #1.
 
