@@ -18,6 +18,8 @@ def rows() -> list[dict]:
     for pid in preset_ids():
         spec, rec = get_preset(pid), recs[pid]
         active = spec.non_embedding_active_params() if rec.get("active_excludes_input_embedding") else spec.active_params()
+        if rec.get("active_excludes_embeddings"):  # GLM-4.5 counts active weights without both embeddings
+            active = spec.active_params() - spec.embedding_params()
         derived = model_from_params(spec.published_params, spec.published_active_params if spec.is_moe else None)
         out.append({
             "id": pid,

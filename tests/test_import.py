@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gpuplan.catalog.imports import COLUMNS, parse_offers_file, render_offers, write_atomic
 from gpuplan.catalog.records import Offer
 from gpuplan.catalog.store import Store
-from gpuplan.errors import UsageError
+from gpuplan.errors import GpuplanError, UsageError
 
 HEADER = "provider,instance_type,gpu,gpus_per_node,region,pricing,price_per_hour_usd"
 
@@ -136,7 +136,7 @@ def test_export_atomic_on_failure(tmp_path, monkeypatch):
     def boom(fd):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "fsync", boom)
-    with pytest.raises(UsageError, match="No space left"):
+    with pytest.raises(GpuplanError, match="No space left"):  # a failed write is exit 1, not a usage error
         write_atomic(target, "new content\n" * 1000)
     assert target.read_text() == "old content\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]  # no temp file left behind

@@ -142,7 +142,8 @@ def test_2025_presets_carry_their_config_source():
     ("Qwen3-0.6B", "qwen3-0.6b"), ("zai-org/GLM-4.5-Air", "glm-4.5-air"), ("GLM-4.5", "glm-4.5"),
     ("google/gemma-3-27b-it", "gemma-3-27b"), ("gemma-3-1b-it", "gemma-3-1b"), ("microsoft/phi-4", "phi-4"),
     ("Phi-4-mini-instruct", "phi-4-mini"), ("microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"),
-    ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-3"), ("Mistral-Large-Instruct-2411", "mistral-large-2"),
+    ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-3"),
+    ("Mistral-Large-Instruct-2411", "mistral-large-2"),
     ("ibm-granite/granite-3.3-8b-instruct", "granite-3.3-8b"), ("allenai/OLMo-2-0325-32B-Instruct", "olmo-2-32b"),
     ("OLMo-2-7B", "olmo-2-7b"), ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
 ])

@@ -205,17 +205,21 @@ def test_fleet_finish_and_overhead_match_an_event_simulation_of_the_queue():
     """High churn (decentralized spot, ~0.3 interruptions per host-hour): the plan's expected finish and
     interruption overhead agree with a host-by-host simulation of the shared queue within 5%."""
     cat = _catalog([_offer("dnet", "RTX-4090", 0.20, pricing="spot"), _offer("mkt", "RTX-4090", 0.35, pricing="spot")])
-    result = plan_batch(_req(items=2e6, deadline_hours=24), cat)
-    assert result.fleets
-    for f in result.fleets[:2]:
+    split = plan_batch(_req(items=2e6, deadline_hours=24, hosts_per_offer=5), cat).fleets[0]
+    single = plan_batch(_req(items=2e6, deadline_hours=24), cat).fleets[0]
+    assert len(split.groups) == 2 and len(single.groups) == 1
+    for f in (split, single):
         assert f.interruption_overhead > 0.1  # a meaningful test: interruptions cost over 10%
         finish, overhead = _event_fleet_finish(f, 2e6)
         assert finish == pytest.approx(f.finish_hours, rel=0.05)
+        # The plan's overhead, weighted by host speed as the simulation measures it.
+        planned = sum(g.hosts * g.items_per_host_hour * (f.finish_hours - g.cold_start_hours) for g in f.groups) / 2e6 - 1
+        assert overhead == pytest.approx(planned, rel=0.05)
         if len(f.groups) == 1:
-            assert overhead == pytest.approx(f.interruption_overhead, rel=0.05)
-        g = f.groups[0]
-        assert g.useful_share == pytest.approx(1 / (1 + interruption_overhead(
-            g.interruptions_per_host_hour, g.item_seconds / 3600, g.restart_hours)))
+            assert planned == pytest.approx(f.interruption_overhead, rel=1e-6)
+        for g in f.groups:
+            assert g.useful_share == pytest.approx(1 / (1 + interruption_overhead(
+                g.interruptions_per_host_hour, g.item_seconds / 3600, g.restart_hours)))
 
 
 def test_spare_hosts_cover_interruptions():
@@ -228,6 +232,22 @@ def test_spare_hosts_cover_interruptions():
     calm = plan_batch(_req(items=2e6, deadline_hours=24, hosts_per_offer=64),
                       _catalog([_offer("dc", "RTX-4090", 0.20)])).fleets[0]
     assert calm.interruption_overhead < f.interruption_overhead / 10
+
+
+def test_hosts_available_per_offer_and_kind():
+    from gpuplan.planner.batch_plan import _hosts_available
+
+    d = batch_data()["hosts_available"]
+    assert _hosts_available(_offer("dnet", "RTX-4090", 0.3), "decentralized", None) == (
+        d["by_kind"]["decentralized"]["hosts"], "default for a decentralized listing")
+    assert _hosts_available(_offer("dnet", "RTX-4090", 0.3, pricing="community"), "decentralized", None)[0] == 16
+    assert _hosts_available(_offer("mkt", "RTX-4090", 0.3, pricing="community"), "marketplace", None)[0] == 8
+    assert _hosts_available(_offer("dc", "RTX-4090", 0.3, pricing="community"), "neocloud", None) == (
+        8, "default for a community listing")  # RunPod Community Cloud: hosts listed one by one
+    assert _hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", None) == (3, "the offer's max_nodes")
+    assert _hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", 40) == (40, "--hosts-per-offer")
+    for row in [*d["by_kind"].values(), *d["by_pricing"].values()]:
+        assert row["hosts"] >= 1 and row["reason"]
 
 
 # ---------------------------------------------------------------- data movement -------------
@@ -358,11 +378,21 @@ def test_readme_job_on_the_bundled_catalog_ranks_marketplace_fleets():
     assert [f.rank for f in result.fleets] == list(range(1, len(result.fleets) + 1))
     ranked = [f.rank_cost_usd for f in result.fleets]
     assert ranked == sorted(ranked)
-    peer = [f for f in result.fleets if any(k in ("marketplace", "decentralized") for k in f.kind_shares)]
+    peer = [f for f in result.fleets if f.peer_share > 0]
     assert peer, "marketplace offers (Vast, Hyperbolic, RunPod community) must be among the fleets"
     assert {g.provider for f in peer for g in f.groups} & {"vast", "hyperbolic", "runpod"}
     assert all(f.meets_deadline for f in result.fleets)
     assert result.suitability["verdict"] in ("suits", "suits with care")
+
+
+def test_strict_deadline_sizes_fleets_to_the_p90():
+    cat = Catalog.load(use_store=False)
+    loose = plan_batch(_req(items=1e7, deadline_hours=72, limit=5), cat)
+    strict = plan_batch(_req(items=1e7, deadline_hours=72, limit=5, strict_deadline=True), cat)
+    assert strict.fleets and all(f.meets_deadline_p90 and f.finish_p90_hours <= 72 for f in strict.fleets)
+    assert strict.fleets[0].hosts > loose.fleets[0].hosts and strict.fleets[0].spare_hosts >= 1
+    # More hosts finish sooner at about the same cost: the work is the same, only the cold starts add up.
+    assert strict.fleets[0].cost_usd == pytest.approx(loose.fleets[0].cost_usd, rel=0.05)
 
 
 # ---------------------------------------------------------------- export --------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -42,6 +43,14 @@ def is_stdout(out: str | os.PathLike) -> bool:
     """'-' (or /dev/stdout and its aliases): print instead of writing a file."""
     s = os.fspath(out)
     return s == STDOUT or s in _STDOUT_ALIASES
+
+
+def _is_fd_path(text: str) -> bool:
+    """/dev/stderr, /dev/fd/N, /proc/self/fd/N...: following them would replace whatever file the
+    shell redirected that descriptor to, so only the stdout aliases (handled as '-') are allowed."""
+    p = os.path.abspath(text)
+    return (p in ("/dev/stdin", "/dev/stderr") or p.startswith(("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"))
+            or re.match(r"^/proc/\d+/fd/", p) is not None)
 
 
 def _why(e: OSError) -> str:
@@ -82,6 +91,8 @@ def check_out_path(out: str | os.PathLike) -> Path:
         raise UsageError("--out is empty; give a file name or '-' for stdout")
     if "\x00" in str(text):
         raise UsageError("--out contains a NUL byte; give a file name")
+    if _is_fd_path(str(text)):
+        raise UsageError(f"--out {text}: is one of this process's file descriptors; use '-' to print to stdout")
     path = Path(out)
     real = _target(path)
     shown = str(path) if real == path else f"{path} (-> {real})"
@@ -108,11 +119,20 @@ def check_out_path(out: str | os.PathLike) -> Path:
         parent_ok = False
     if not parent_ok:
         raise UsageError(f"--out {shown}: directory {parent} does not exist")
+    if _on_readonly_fs(parent):
+        raise UsageError(f"--out {shown}: {parent} is on a read-only filesystem")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"--out {shown}: permission denied (cannot create files in {parent})")
     if st is not None and not os.access(real, os.W_OK):
         raise UsageError(f"--out {shown}: permission denied (the file is not writable)")
     return path
+
+
+def _on_readonly_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
 
 
 def _umask() -> int:
@@ -182,3 +202,24 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# ---- CSV cells a spreadsheet would run ---------------------------------------------------------
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """A text cell that a spreadsheet would evaluate as a formula ('=cmd|...', '+1+2', '@SUM(A1)',
+    or one starting with a tab or CR) gets a leading apostrophe, the OWASP-recommended escape:
+    shown as text, never run. Numbers (negative ones included) and other text pass unchanged.
+    `csv_unescape` undoes it on import, so export -> import round-trips."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def csv_unescape(value):
+    """The inverse of `csv_safe` for a cell read back from a CSV file."""
+    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and value[1:].startswith(FORMULA_PREFIXES):
+        return value[1:]
+    return value

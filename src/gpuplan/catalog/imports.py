@@ -5,6 +5,12 @@ Import is all-or-nothing: every row is checked first and the first bad cell is n
 ('offers.csv row 3, column price_per_hour_usd: not a number'); only a fully valid file
 becomes a snapshot of source 'user:<name>'. Export writes exactly what import reads, and
 writes files atomically (temp file + rename) so a failure leaves no half-written file.
+
+CSV export escapes text cells a spreadsheet would run as formulas ('=...', '+...', '-...', '@...',
+a leading tab or CR) with a leading apostrophe; CSV import removes exactly that escape, so a file
+round-trips. YAML is read with a strict safe loader: every plain scalar stays a string (`no` is the
+text "no", not false; booleans are decided per column: only `cluster` reads yes/no), and a mapping
+that repeats a key is refused instead of silently keeping the last value.
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from typing import Any
 
 from gpuplan.catalog.records import PRICING_TYPES, Offer, parse_as_of
 from gpuplan.errors import UnknownNameError, UsageError
-from gpuplan.files import write_atomic  # noqa: F401  (re-exported: catalog export writes with it)
+from gpuplan.files import csv_safe, csv_unescape, write_atomic  # noqa: F401  (write_atomic re-exported)
 
 COLUMNS: tuple[str, ...] = tuple(Offer.model_fields)
 REQUIRED = ("provider", "instance_type", "gpu", "gpus_per_node", "pricing", "price_per_hour_usd")
@@ -237,7 +243,7 @@ def rows_from_csv(text: str, fname: str) -> list[tuple[int, dict[str, Any]]]:
                 continue
             if len(cells) > len(header):
                 raise UsageError(f"{fname} row {i}: {len(cells)} cells but the header has {len(header)}")
-            out.append((i, dict(zip(header, cells))))
+            out.append((i, {h: csv_unescape(c) for h, c in zip(header, cells)}))
             if len(out) > MAX_ROWS:
                 raise UsageError(f"{fname}: more than {MAX_ROWS} rows")
     except csv.Error as e:
@@ -245,15 +251,60 @@ def rows_from_csv(text: str, fname: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+_YAML_LOADER = None
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+def yaml_loader():
+    """A safe YAML loader (the C one when built) that keeps every plain scalar but null as a string
+    (so `provider: no` is "no" and `instance_type: 1.10` is "1.10"; the column parsers decide what is a
+    number, a date or a yes/no) and refuses a mapping that repeats a key."""
+    global _YAML_LOADER
+    if _YAML_LOADER is not None:
+        return _YAML_LOADER
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictStringLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: set = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        duplicate = key in seen
+                    except TypeError:
+                        continue  # an unhashable key: the base class refuses it
+                    if duplicate:
+                        raise ConstructorError("while constructing a mapping", node.start_mark,
+                                               f"duplicate key {str(key)[:40]!r}", key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    StrictStringLoader.yaml_implicit_resolvers = {
+        ch: [(tag, rx) for tag, rx in resolvers if tag == _NULL_TAG]
+        for ch, resolvers in base.yaml_implicit_resolvers.items()
+        if any(tag == _NULL_TAG for tag, _ in resolvers)
+    }
+    _YAML_LOADER = StrictStringLoader
+    return StrictStringLoader
+
+
 def rows_from_yaml(text: str, fname: str) -> list[tuple[int, dict[str, Any]]]:
     import yaml
 
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # safe either way; C is faster
+        data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{fname} is not valid YAML{where}") from None
+        problem = str(getattr(e, "problem", "") or "")
+        why = f": {problem}" if problem.startswith("duplicate key") else ""
+        raise UsageError(f"{fname} is not valid YAML{where}{why}") from None
     except (RecursionError, ValueError, OverflowError):
         raise UsageError(f"{fname} is not valid YAML") from None
     if isinstance(data, dict) and "offers" in data:
@@ -340,7 +391,8 @@ def render_offers(offers: list[Offer], fmt: str) -> str:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(COLUMNS)
         for o in offers:
-            w.writerow([_cell(getattr(o, c)) for c in COLUMNS])
+            w.writerow([csv_safe(_cell(getattr(o, c))) if isinstance(getattr(o, c), str) else _cell(getattr(o, c))
+                        for c in COLUMNS])
         return buf.getvalue()
     if fmt == "yaml":
         import yaml

@@ -9,6 +9,12 @@ imports are sources 'user:<name>' with confidence 'user'.
 WAL mode lets readers run while a refresh writes; a busy timeout makes two writers queue
 instead of failing; a process killed mid-write leaves only an uncommitted transaction,
 which SQLite rolls back on the next open.
+
+Read-only stores (a team's catalog on a read-only mount, a file or folder this user may not
+write) open read-only (`mode=ro`, or `immutable=1` when SQLite cannot even create its shared-memory
+file): no WAL switch, no migration, no bundled seeding. Reads work; on a store whose schema is
+older than this gpuplan's, columns added since read as unknown. Only import, refresh, remove and
+prune write, and on such a store they fail in one line before doing any work.
 """
 from __future__ import annotations
 
@@ -17,8 +23,11 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import sqlite3
+import stat
 import statistics
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +56,17 @@ def resolve_db_path(db: str | os.PathLike | None = None) -> pathlib.Path:
     import platformdirs
 
     return pathlib.Path(platformdirs.user_data_dir("gpuplan", appauthor=False)) / "catalog.db"
+
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def scrub(text: str) -> str:
+    """Text fit to print or store: known secrets replaced by '***' and the user:password part of any
+    URL dropped (a source URL set as GPUPLAN_<NAME>_URL may carry one)."""
+    from gpuplan.catalog.secrets import redact
+
+    return _URL_USERINFO.sub(r"\1***@", redact(str(text)))
 
 
 def _migration_1(conn: sqlite3.Connection) -> None:
@@ -157,6 +177,18 @@ def _row_offer(row: tuple) -> Offer:
     return Offer.model_construct(**d)
 
 
+def _on_readonly_fs(path: pathlib.Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
+
+
+def _is_readonly_error(e: sqlite3.DatabaseError) -> bool:
+    msg = str(e).lower()
+    return "readonly" in msg or "read-only" in msg
+
+
 def _bundled_fingerprint() -> str:
     """Changes when the packaged offers change, so an upgraded gpuplan adds a fresh bundled snapshot."""
     from importlib import resources
@@ -177,12 +209,28 @@ def _default_seed() -> list[Offer] | None:
 
 
 class Store:
-    """An open store file. Use as a context manager; every write is one transaction."""
+    """An open store file. Use as a context manager; every write is one transaction.
+
+    `readonly`: None (default) opens read-write when this process may write the file and its folder,
+    else read-only; True always read-only; False requires write access (import, refresh, remove,
+    prune) and refuses in one line when there is none."""
 
     def __init__(self, path: str | os.PathLike, *, seed: Callable[[], list[Offer] | None] | None = _default_seed,
-                 busy_timeout_s: float = BUSY_TIMEOUT_S):
+                 busy_timeout_s: float = BUSY_TIMEOUT_S, readonly: bool | None = None):
         self.path = pathlib.Path(path)
+        self.conn = None  # type: ignore[assignment]
+        self.readonly = False
+        self.readonly_reason = ""
+        self._busy_timeout_s = busy_timeout_s
+        self._columns: tuple[str, ...] = OFFER_COLUMNS
         self._check_file()
+        why_not = self._why_not_writable()
+        if why_not and readonly is False:
+            raise UsageError(f"catalog store {self.path} is read-only here ({why_not}); this command writes it: "
+                             "run it with write access, or pass another --db")
+        if why_not or readonly:
+            self._open_readonly(why_not or "opened read-only")
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -198,16 +246,94 @@ class Store:
                 self._ensure_bundled(seed)
         except sqlite3.DatabaseError as e:
             self.close()
+            if readonly is None and _is_readonly_error(e) and self.path.is_file():
+                self._open_readonly(f"{e}")  # e.g. a read-only mount os.access did not report
+                return
             raise self._db_error(e) from None
+        except BaseException:
+            self.close()
+            raise
 
     # ---- opening -------------------------------------------------------------------------
     def _check_file(self) -> None:
-        if self.path.is_dir():
-            raise UsageError(f"catalog store {self.path} is a folder; pass a file path with --db")
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with open(self.path, "rb") as f:
-                if f.read(16) != _SQLITE_MAGIC:
-                    raise UsageError(f"{self.path} is not a gpuplan catalog store (not SQLite); move it away or pass --db")
+        p = self.path
+        try:
+            if p.is_dir():
+                raise UsageError(f"catalog store {p} is a folder; pass a file path with --db")
+            if not p.exists():
+                if os.path.lexists(p):
+                    raise UsageError(f"catalog store {p} is a broken symlink or a symlink loop; fix it or pass --db")
+                return
+            st = p.stat()
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"catalog store {p} is not a regular file (a device, FIFO or socket); pass --db "
+                                 "with a file path")
+            if st.st_size > 0:
+                with open(p, "rb") as f:
+                    if f.read(16) != _SQLITE_MAGIC:
+                        raise UsageError(f"{p} is not a gpuplan catalog store (not SQLite); move it away or pass --db")
+        except OSError as e:
+            raise UsageError(f"cannot read catalog store {p} ({e.strerror or type(e).__name__}); pass --db "
+                             "or set GPUPLAN_DB") from None
+
+    def _why_not_writable(self) -> str:
+        """Why this process cannot write an EXISTING store ('' when it can, or the file is new)."""
+        p = self.path
+        if not p.is_file():
+            return ""
+        if _on_readonly_fs(p):
+            return "it is on a read-only filesystem"
+        if not os.access(p, os.W_OK):
+            return "the file is not writable"
+        folder = p.parent if str(p.parent) else pathlib.Path(".")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return "its folder is not writable"
+        return ""
+
+    def _open_readonly(self, reason: str) -> None:
+        """mode=ro: no WAL switch, no migration, no seeding. A WAL store in a folder nobody may write
+        cannot get its shared-memory file, so it is then opened immutable (safe: nobody can write it)."""
+        self.readonly, self.readonly_reason = True, reason
+        base = "file:" + urllib.parse.quote(str(self.path.absolute()))
+        last: sqlite3.DatabaseError | None = None
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                self.conn = sqlite3.connect(base + query, uri=True, timeout=self._busy_timeout_s,
+                                            isolation_level=None)
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+                self.conn.execute("PRAGMA query_only = ON")
+                version = self._schema_version()  # the first real read: fails here if it cannot open
+                break
+            except sqlite3.DatabaseError as e:
+                self.close()
+                last = e
+        else:
+            assert last is not None
+            raise UsageError(f"catalog store {self.path} is read-only here and cannot be read ({last}); "
+                             "pass --db or set GPUPLAN_DB") from None
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise UsageError(f"catalog store {self.path} was written by a newer gpuplan (schema {version}); "
+                             f"upgrade gpuplan or pass another --db")
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(offers)")} if version else set()
+        wal = self.path.with_name(self.path.name + "-wal")
+        if "immutable" in query and wal.is_file() and wal.stat().st_size > 0:
+            self.close()
+            raise UsageError(f"catalog store {self.path} is read-only here ({reason}) and its latest changes are "
+                             f"still in {wal.name}, which SQLite cannot read without write access; open it once "
+                             "with write access (e.g. `gpuplan catalog status`) to fold them in, or pass another --db")
+        if version < 1 or not have or not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone():
+            self.close()
+            raise UsageError(f"catalog store {self.path} is read-only here ({reason}) and holds no catalog yet; "
+                             "open it once with write access (e.g. `gpuplan catalog status`) or pass another --db")
+        # Columns a newer gpuplan added read as unknown on a store no one here may upgrade.
+        self._columns = tuple(c if c in have else f"NULL AS {c}" for c in OFFER_COLUMNS)
+
+    def _require_writable(self, what: str) -> None:
+        if self.readonly:
+            raise UsageError(f"catalog store {self.path} is read-only here ({self.readonly_reason}); {what} "
+                             "needs write access: run it with write access, or pass another --db")
 
     def _db_error(self, e: sqlite3.DatabaseError) -> GpuplanError:
         msg = str(e).lower()
@@ -215,6 +341,8 @@ class Store:
             return GpuplanError(f"catalog store {self.path} is busy (another gpuplan is writing it); try again")
         if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
             return UsageError(f"cannot write catalog store {self.path} ({e}); pass --db or set GPUPLAN_DB")
+        if "disk is full" in msg or "disk i/o" in msg:
+            return GpuplanError(f"cannot write catalog store {self.path} ({e}); nothing was changed")
         return UsageError(f"catalog store {self.path} is unreadable ({e}); move it away or pass --db")
 
     def _schema_version(self) -> int:
@@ -289,8 +417,7 @@ class Store:
         """Add one complete snapshot of `source` in one transaction: the snapshot row is
         inserted 'pending' and marked 'complete' just before COMMIT; anything raised (or a
         kill) rolls the whole snapshot back. `offers` may be a generator (streamed in)."""
-        from gpuplan.catalog.secrets import redact
-
+        self._require_writable("writing a snapshot")
         skipped = dict(skipped or {})
         c = self.conn
         try:
@@ -304,7 +431,7 @@ class Store:
             cur = c.execute(
                 "INSERT INTO snapshots (source, taken_at, status, raw_rows, skipped_json, note, fingerprint) "
                 "VALUES (?, ?, 'pending', ?, ?, ?, ?)",
-                (source, _now_iso(), raw_rows, json.dumps(skipped, sort_keys=True), redact(note), fingerprint))
+                (source, _now_iso(), raw_rows, json.dumps(skipped, sort_keys=True), scrub(note), fingerprint))
             sid = cur.lastrowid
             n = 0
             placeholders = ", ".join("?" * (len(OFFER_COLUMNS) + 1))
@@ -335,12 +462,11 @@ class Store:
 
     def record_failure(self, source: str, reason: str) -> int:
         """A failed refresh leaves a 'failed' marker (for `status`) and no offers."""
-        from gpuplan.catalog.secrets import redact
-
+        self._require_writable("recording a refresh")
         try:
             cur = self.conn.execute(
                 "INSERT INTO snapshots (source, taken_at, status, note) VALUES (?, ?, 'failed', ?)",
-                (source, _now_iso(), redact(reason)[:500]))
+                (source, _now_iso(), scrub(reason)[:500]))
         except sqlite3.DatabaseError as e:
             raise self._db_error(e) from None
         return cur.lastrowid
@@ -350,7 +476,7 @@ class Store:
         r = self.conn.execute(
             "SELECT id, source, taken_at, status, rows_added, rows_skipped, raw_rows, skipped_json, note "
             "FROM snapshots WHERE id = ?", (sid,)).fetchone()
-        return None if r is None else SnapshotInfo(*r[:7], skipped=json.loads(r[7] or "{}"), note=r[8])
+        return None if r is None else SnapshotInfo(*r[:7], skipped=json.loads(r[7] or "{}"), note=scrub(r[8]))
 
     def latest_complete(self) -> dict[str, int]:
         """source -> id of its newest complete snapshot."""
@@ -359,7 +485,7 @@ class Store:
         return dict(rows)
 
     def snapshot_offers(self, sid: int) -> list[Offer]:
-        cols = ", ".join(OFFER_COLUMNS)
+        cols = ", ".join(self._columns)
         return [_row_offer(r) for r in self.conn.execute(
             f"SELECT {cols} FROM offers WHERE snapshot_id = ? ORDER BY rowid", (sid,))]
 
@@ -434,6 +560,96 @@ class Store:
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
+    def size_bytes(self) -> int:
+        """The store file plus its WAL, as on disk now."""
+        total = 0
+        for p in (self.path, self.path.with_name(self.path.name + "-wal")):
+            try:
+                total += p.stat().st_size
+            except OSError:
+                pass
+        return total
+
+    # ---- removing and pruning ------------------------------------------------------------
+    def resolve_source(self, name: str) -> str:
+        """The stored source a user's NAME means: an import name ('mine' = 'user:mine') or a full
+        source name ('user:mine', 'vast'); UnknownNameError (listing what there is) otherwise."""
+        from gpuplan.errors import UnknownNameError
+
+        key = (name or "").strip()
+        known = [r[0] for r in self.conn.execute("SELECT DISTINCT source FROM snapshots ORDER BY 1")]
+        for cand in (key, f"{USER_PREFIX}{key}", key.lower(), f"{USER_PREFIX}{key.lower()}"):
+            if cand in known:
+                return cand
+        raise UnknownNameError("source", key, known)
+
+    def remove_source(self, source: str) -> dict[str, int]:
+        """Delete every snapshot (complete or failed) of `source` and its offers, in one transaction.
+        The packaged catalog ('bundled') cannot be removed: it would be re-added on the next open."""
+        self._require_writable("remove")
+        if source == BUNDLED:
+            raise UsageError("the packaged catalog ('bundled') cannot be removed; remove an import "
+                             "(gpuplan catalog status lists the sources)")
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM snapshots WHERE source = ?", (source,))]
+        return self._delete_snapshots(ids)
+
+    def prune(self, keep: int = 3, *, vacuum: bool = True) -> dict[str, int]:
+        """Keep the newest `keep` complete snapshots of each source (what `history` draws from) and
+        drop older ones, with failed markers older than anything kept; then VACUUM so the file
+        shrinks. A source's newest complete snapshot is never dropped (keep >= 1)."""
+        self._require_writable("prune")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise UsageError(f"--keep must be a whole number of at least 1 (the newest snapshot of each source "
+                             f"is always kept), got {keep!r}")
+        drop: list[int] = []
+        for (source,) in self.conn.execute("SELECT DISTINCT source FROM snapshots").fetchall():
+            complete = [r[0] for r in self.conn.execute(
+                "SELECT id FROM snapshots WHERE source = ? AND status = 'complete' ORDER BY id DESC", (source,))]
+            kept = complete[:keep]
+            drop += complete[keep:]
+            if kept:
+                drop += [r[0] for r in self.conn.execute(
+                    "SELECT id FROM snapshots WHERE source = ? AND status != 'complete' AND id < ?",
+                    (source, min(kept)))]
+            else:  # only failed attempts: keep the newest one for `status`
+                drop += [r[0] for r in self.conn.execute(
+                    "SELECT id FROM snapshots WHERE source = ? AND status != 'complete' ORDER BY id DESC LIMIT -1 "
+                    "OFFSET 1", (source,))]
+        before = self.size_bytes()
+        out = self._delete_snapshots(drop)
+        if vacuum:
+            try:
+                self.conn.execute("VACUUM")
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError as e:
+                raise self._db_error(e) from None
+        out.update(bytes_before=before, bytes_after=self.size_bytes())
+        return out
+
+    def _delete_snapshots(self, ids: list[int]) -> dict[str, int]:
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise self._db_error(e) from None
+        offers = 0
+        try:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                marks = ", ".join("?" * len(chunk))
+                offers += c.execute(f"DELETE FROM offers WHERE snapshot_id IN ({marks})", chunk).rowcount
+                c.execute(f"DELETE FROM snapshots WHERE id IN ({marks})", chunk)
+            c.execute("COMMIT")
+        except BaseException as e:
+            try:
+                c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(e, sqlite3.DatabaseError):
+                raise self._db_error(e) from None
+            raise
+        return {"snapshots": len(ids), "offers": offers}
+
     # ---- refreshing ----------------------------------------------------------------------
     def refresh(self, names: list[str], *, client=None, force: bool = False,
                 on_progress: Callable[[str, RefreshOutcome | None], None] | None = None) -> list[RefreshOutcome]:
@@ -441,10 +657,11 @@ class Store:
         empty answer, a sharp shrink) records why and keeps the previous snapshot."""
         import time
 
-        from gpuplan.catalog.secrets import get_secret, redact
+        from gpuplan.catalog.secrets import get_secret
         from gpuplan.catalog.sources import SourceError, get_source
         from gpuplan.catalog.sources.http import make_client
 
+        self._require_writable("refresh")
         own_client = client is None
         client = client or make_client()
         outcomes: list[RefreshOutcome] = []
@@ -457,7 +674,7 @@ class Store:
                 if src.needs_key and not get_secret(src.needs_key):
                     out = RefreshOutcome(name, "skipped", reason=f"no API key (set {src.needs_key})")
                 else:
-                    out = self._refresh_one(src, client, force, SourceError, redact)
+                    out = self._refresh_one(src, client, force, SourceError, scrub)
                 out.elapsed_s = time.perf_counter() - t0
                 outcomes.append(out)
                 if on_progress:
@@ -544,7 +761,7 @@ def read_current_offers(path: str | os.PathLike) -> list[Offer] | None:
     """Offers from the newest complete snapshot of each source, merged; None when there is
     no store file (the caller then uses the bundled catalog)."""
     p = pathlib.Path(path)
-    if not p.exists():
+    if not p.exists() and not os.path.lexists(p):
         return None
-    with Store(p) as s:
+    with Store(p) as s:  # a broken symlink or loop is refused in one line, not taken for "no store"
         return s.current_offers()

@@ -142,18 +142,24 @@ def _size_compute(flops: float, laws: str | None, as_json: bool) -> None:
 
 # ---- testtime ------------------------------------------------------------------------------
 
+TESTTIME_TABLE_ROWS = 50  # a 200k-query file is a summary and the first rows, not minutes of table
+
 @app.command("testtime")
 def testtime_command(
     queries_file: Annotated[str, typer.Argument(help="CSV or JSON: id, p_success (or difficulty), optional cost per attempt.")],
     budget: Annotated[str, typer.Option("--budget", help="Total budget, in the unit of the cost column (attempts when no cost).")],
     ability: Annotated[float, typer.Option("--ability", help="Solver ability θ for difficulty → p (2PL logistic).")] = 0.0,
     discrimination: Annotated[float, typer.Option("--discrimination", help="Slope a of the 2PL logistic.")] = 1.0,
+    limit: Annotated[int, typer.Option("--limit", help="Table rows to show, in file order (0 = all); --json always has every query.")] = TESTTIME_TABLE_ROWS,
     as_json: JsonOpt = False,
 ) -> None:
     """Attempts per query that maximise expected solved queries within a budget."""
     from gpuplan.economics.testtime import allocate_attempts, load_queries
+    from gpuplan.errors import UsageError
     from gpuplan.units import parse_quantity
 
+    if limit < 0:
+        raise UsageError(f"--limit must be 0 (all rows) or more, got {limit}")
     b = parse_quantity(budget, "--budget")
     qs = load_queries(queries_file, ability=ability, discrimination=discrimination)
     res = allocate_attempts(qs, b)
@@ -164,12 +170,16 @@ def testtime_command(
         return
     from gpuplan.cli.output import print_table
 
-    rows = [r.model_dump() for r in res.queries]
+    shown = res.queries if limit == 0 else res.queries[:limit]
+    more = len(res.queries) - len(shown)
+    rows = [r.model_dump() for r in shown]
     print_table(rows, [("id", "query"), ("p_success", "p/attempt"), ("cost", "cost"), ("attempts", "attempts"),
                        ("p_solved", "P(solved)"), ("uniform_attempts", "uniform"), ("uniform_p_solved", "P uniform")],
                 title=f"{res.n_queries} queries, budget {res.budget:g} ({res.method}{'' if res.optimal else ', approximate'})",
                 formatters={"p_success": lambda v: f"{v:.3f}", "p_solved": lambda v: f"{v:.3f}",
-                            "uniform_p_solved": lambda v: f"{v:.3f}"})
+                            "uniform_p_solved": lambda v: f"{v:.3f}"},
+                caption=(f"first {len(shown):,} of {res.n_queries:,} queries; {more:,} more not shown "
+                         "(--limit 0 shows all, --json prints every query)") if more else None)
     typer.echo(f"expected solved: {res.expected_solved:.3f} of {res.n_queries} "
                f"(uniform: {res.uniform_expected_solved:.3f}, {(res.gain_vs_uniform if abs(res.gain_vs_uniform) >= 5e-4 else 0.0):+.3f}); spent {res.spent:g} of {res.budget:g}")
 

@@ -1,4 +1,4 @@
-"""`gpuplan catalog refresh|status|history|import|export`: the store and its live sources.
+"""`gpuplan catalog refresh|status|history|import|export|remove|prune`: the store and its live sources.
 
 Presentation only: fetching, validation and merging live in gpuplan.catalog.store/sources/imports.
 """
@@ -14,10 +14,12 @@ DB_HELP = "catalog store file (default: $GPUPLAN_DB, else the user data dir's gp
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def _store(db: Optional[str]):
+def _store(db: Optional[str], write: bool = False):
+    """The store; `write` for commands that change it (a read-only store is refused in one line
+    before any work), else read-write when possible and read-only otherwise."""
     from gpuplan.catalog.store import open_store
 
-    return open_store(db)
+    return open_store(db, readonly=False if write else None)
 
 
 def _skip_summary(skipped: dict[str, int], n: int = 3) -> str:
@@ -43,7 +45,7 @@ def refresh_cmd(
 
     names = expand_source_names(source)
     err = Console(stderr=True)
-    with _store(db) as store:
+    with _store(db, write=True) as store:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=err, transient=True, disable=as_json) as progress:
             task = progress.add_task("refreshing", total=len(names))
@@ -179,7 +181,7 @@ def import_cmd(
     """Add your own offers (negotiated prices, a private cluster); re-importing a name replaces it."""
     from gpuplan.catalog.imports import import_offers
 
-    with _store(db) as store:
+    with _store(db, write=True) as store:
         snap = import_offers(store, file, name)
     typer.echo(f"imported {snap.rows_added} offers as source {snap.source} (snapshot {snap.id})")
 
@@ -187,19 +189,21 @@ def import_cmd(
 @catalog_app.command("export")
 def export_cmd(
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="csv or yaml (default: from --out, else csv)"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="write here (atomically) instead of stdout"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="write here (atomically; a symlink is written "
+                                      "through) instead of stdout; '-' is stdout"),
     source: Optional[str] = typer.Option(None, "--source", help="only this source's newest snapshot, e.g. user:mine"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="only this GPU"),
     provider: Optional[str] = typer.Option(None, "--provider", help="only this provider"),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write the current offers in the format `catalog import` reads."""
-    import sys
-
     from gpuplan.catalog.gpus import resolve_gpu_id
-    from gpuplan.catalog.imports import render_offers, write_atomic
+    from gpuplan.catalog.imports import render_offers
     from gpuplan.errors import UnknownNameError, UsageError
+    from gpuplan.files import check_out_path, is_stdout, write_atomic
 
+    if out is not None:
+        check_out_path(out)  # a bad --out fails before the store is read
     if fmt is None:
         fmt = "yaml" if out and out.lower().endswith((".yaml", ".yml")) else "csv"
     fmt = fmt.lower()
@@ -219,8 +223,50 @@ def export_cmd(
     if provider is not None:
         offers = [o for o in offers if o.provider == provider.lower()]
     text = render_offers(offers, fmt)
-    if out:
-        write_atomic(out, text)
+    write_atomic(out if out is not None else "-", text)
+    if out is not None and not is_stdout(out):
         typer.echo(f"wrote {len(offers)} offers to {out}", err=True)
-    else:
-        sys.stdout.write(text)
+
+
+@catalog_app.command("remove")
+def remove_cmd(
+    name: str = typer.Argument(..., help="import name (as given to `catalog import --name`) or a source from "
+                                         "`catalog status`, e.g. mine, user:mine, vast"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print what was removed as JSON"),
+) -> None:
+    """Remove an import (every snapshot of that source, and its offers); the other sources stay."""
+    from gpuplan.cli.output import print_json
+
+    with _store(db, write=True) as store:
+        source = store.resolve_source(name)
+        done = store.remove_source(source)
+    if as_json:
+        print_json({"source": source, "removed_snapshots": done["snapshots"], "removed_offers": done["offers"]})
+        return
+    typer.echo(f"removed source {source}: {done['snapshots']} snapshot(s), {done['offers']} offers")
+
+
+@catalog_app.command("prune")
+def prune_cmd(
+    keep: int = typer.Option(3, "--keep", help="complete snapshots to keep per source (newest first; at least 1)"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print what was pruned as JSON"),
+) -> None:
+    """Drop old snapshots of each source (keeping the newest --keep) and compact the file (VACUUM).
+
+    `catalog history` draws on the snapshots kept."""
+    from gpuplan.cli.output import print_json
+    from gpuplan.errors import UsageError
+
+    if keep < 1:
+        raise UsageError(f"--keep must be at least 1 (the newest snapshot of each source is always kept), got {keep}")
+    with _store(db, write=True) as store:
+        done = store.prune(keep)
+    if as_json:
+        print_json({"keep": keep, "removed_snapshots": done["snapshots"], "removed_offers": done["offers"],
+                    "bytes_before": done["bytes_before"], "bytes_after": done["bytes_after"]})
+        return
+    mib = 2**20
+    typer.echo(f"pruned {done['snapshots']} snapshot(s) ({done['offers']} offers), keeping {keep} per source; "
+               f"store {done['bytes_before'] / mib:.1f} MiB -> {done['bytes_after'] / mib:.1f} MiB")

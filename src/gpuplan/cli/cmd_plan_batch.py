@@ -28,6 +28,7 @@ InputKbOpt = Annotated[Optional[float], typer.Option("--input-kb", help="Input s
 OutputKbOpt = Annotated[Optional[float], typer.Option("--output-kb", help="Output shipped per item, kB (default: 4 bytes per token; embeddings float32).")]
 BandwidthOpt = Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="Every host's link, Gb/s (default by provider kind).")]
 HostsPerOfferOpt = Annotated[Optional[int], typer.Option("--hosts-per-offer", help="Hosts one offer can supply (default: its max_nodes, else 8 marketplace / 16 decentralized...).")]
+StrictDeadlineOpt = Annotated[bool, typer.Option("--strict-deadline", help="Size fleets so the p90 finish (estimate, price and interruption spreads) meets the deadline, not only the expected one.")]
 LimitOpt = Annotated[int, typer.Option("--limit", help="Show at most N fleets.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the Monte Carlo bands.")]
 ExportOpt = Annotated[Optional[str], typer.Option("--export", help="Print the launch files of fleet --rank instead: skypilot or k8s.")]
@@ -45,7 +46,7 @@ FLAGS = {"items": "--items", "deadline_hours": "--deadline", "budget_usd": "--bu
 
 def batch_request(*, model, params, active_params, items, kind, deadline, budget, input_len, output_len, tokens_per_item,
                   gpu_seconds, reference_gpu, min_gpu_memory, precision, kv_precision, engine, download_gb, input_kb,
-                  output_kb, bandwidth_gbps, hosts_per_offer, constraints, limit, seed):
+                  output_kb, bandwidth_gbps, hosts_per_offer, constraints, limit, seed, strict_deadline=False):
     """The BatchPlanRequest from command-line values; every defect is one line naming its option."""
     from gpuplan.cli.options import parse_duration_hours, validated
     from gpuplan.errors import UsageError
@@ -82,7 +83,8 @@ def batch_request(*, model, params, active_params, items, kind, deadline, budget
         budget_usd=budget, gpu_seconds_per_item=gpu_seconds, reference_gpu=reference_gpu,
         min_gpu_memory_gb=min_gpu_memory, precision=precision, kv_precision=kv_precision, engine=engine,
         download_gb=download_gb, input_kb_per_item=input_kb, output_kb_per_item=output_kb,
-        bandwidth_gbps=bandwidth_gbps, hosts_per_offer=hosts_per_offer, constraints=constraints, limit=limit, seed=seed)
+        bandwidth_gbps=bandwidth_gbps, hosts_per_offer=hosts_per_offer, constraints=constraints, limit=limit, seed=seed,
+        strict_deadline=strict_deadline)
     if input_len is not None:
         data["input_len"] = input_len
     if output_len is not None:
@@ -100,6 +102,7 @@ def batch_request(*, model, params, active_params, items, kind, deadline, budget
 def plan_batch_command(
     model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
     items: ItemsOpt = None, kind: KindOpt = None, deadline: BatchDeadlineOpt = None, budget: BudgetOpt = None,
+    strict_deadline: StrictDeadlineOpt = False,
     input_len: InputLenOpt = None, output_len: OutputLenOpt = None, tokens_per_item: TokensPerItemOpt = None,
     gpu_seconds: GpuSecondsOpt = None, reference_gpu: ReferenceGpuOpt = "H100-SXM",
     min_gpu_memory: MinGpuMemOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
@@ -125,7 +128,7 @@ def plan_batch_command(
                         min_gpu_memory=min_gpu_memory, precision=precision, kv_precision=kv_precision, engine=engine,
                         download_gb=download_gb, input_kb=input_kb, output_kb=output_kb,
                         bandwidth_gbps=bandwidth_gbps, hosts_per_offer=hosts_per_offer, constraints=constraints,
-                        limit=limit, seed=seed)
+                        limit=limit, seed=seed, strict_deadline=strict_deadline)
     result = plan_batch(req, Catalog.load(db))
     if export is not None:
         _export(result, export, rank, bucket, model_id, as_json)
@@ -183,13 +186,13 @@ def render_batch(result, as_json: bool) -> None:
     for f in result.fleets:
         unit = (f.cost_per_million_output_tokens_usd if result.kind == "generate"
                 else f.cost_per_million_tokens_usd if result.kind == "embed" else f.cost_per_item_usd * 1000)
-        peer = sum(v for k, v in f.kind_shares.items() if k in ("marketplace", "decentralized"))
+        peer = f.peer_share
         rows.append({
             "rank": f"{f.rank}", "fleet": fleet_text(f, 3), "label": f.label, "hosts": f"{f.hosts}" + (f" ({f.spare_hosts} spare)" if f.spare_hosts else ""),
             "gpus": f.gpus, "finish": _fmt_h(f.finish_hours), "finish_p90": _fmt_h(f.finish_p90_hours),
             "cost": fmt_usd(f.cost_usd),
             "band": f"{fmt_usd_short(f.cost_p10_usd)}-{fmt_usd_short(f.cost_p90_usd)}" + (" =" if f.ties_first else ""),
-            "unit": fmt_usd(unit) if unit is not None else "-", "peer": f"{peer:.0%}", "risk": f"{f.risk:.2f}",
+            "unit": (f"${unit:,.3f}" if unit < 10 else fmt_usd(unit)) if unit is not None else "-", "peer": f"{peer:.0%}", "risk": f"{f.risk:.2f}",
         })
     unit_head = {"generate": "$/M out", "embed": "$/M tok", "gpu": "$/1k items"}[result.kind]
     title = (f"batch fleets for {result.model or 'generic GPU work'}: {s['items']:,.0f} items ({what}) "
@@ -200,15 +203,15 @@ def render_batch(result, as_json: bool) -> None:
                            ("cost", "cost"), ("band", "p10-p90 cost"), ("unit", unit_head),
                            ("peer", "market+decentr."), ("risk", "risk")],
                     title=title, keep_whole=("rank", "cost", "band", "unit", "finish", "finish_p90"),
-                    caption="= ties with #1 (bands overlap); market+decentr. = share of items on marketplace and "
-                            "decentralized hosts")
+                    caption="= ties with #1 (bands overlap); market+decentr. = share of items on marketplace, "
+                            "decentralized and community-cloud hosts")
     console = Console(width=None if sys.stdout.isatty() else 160)
     if result.fleets:
         best = result.fleets[0]
-        console.print(f"[bold]#1 in detail[/bold] ({best.hosts} hosts, {best.gpus} GPUs; cold starts "
+        console.print(f"#1 in detail ({best.hosts} hosts, {best.gpus} GPUs; cold starts "
                       f"{fmt_usd(best.cold_start_usd)}, egress {best.egress_gb:,.1f} GB {fmt_usd(best.egress_usd)}, "
                       f"interruptions +{best.interruption_overhead:.1%} host time, "
-                      f"~{best.expected_interruptions:,.1f} expected):")
+                      f"~{best.expected_interruptions:,.1f} expected):", style="bold", markup=False)
         for g in best.groups:
             where = ", ".join(g.regions[:3]) + (f" +{len(g.regions) - 3}" if len(g.regions) > 3 else "")
             console.print(
@@ -216,26 +219,27 @@ def render_batch(result, as_json: bool) -> None:
                 f"{g.gpus_per_node:g}x {g.gpu} {g.pricing} [{where or '?'}]: {g.share:.0%} of items "
                 f"({g.items:,.0f}), TP{g.tp} x{g.replicas_per_host}/host, {g.items_per_host_hour:,.0f} items/h/host, "
                 f"cold start {g.cold_start_hours * 60:.0f} min ({g.download_gb:,.0f} GB at {g.bandwidth_gbps:g} Gb/s), "
-                f"{g.interruptions_per_host_hour:.3g} interruptions/host-h, {fmt_usd(g.cost_usd)}")
+                f"{g.interruptions_per_host_hour:.3g} interruptions/host-h, {fmt_usd(g.cost_usd)}", markup=False)
             for n in g.notes[:2]:
-                console.print(f"    [dim]{n}[/dim]")
+                console.print(f"    {n}", style="dim", markup=False)
         for n in best.notes:
-            console.print(f"  [yellow]{n}[/yellow]")
+            console.print(f"  {n}", style="yellow", markup=False)
     for line in result.why:
-        console.print(f"  {line}")
+        console.print(f"  {line}", markup=False)
     suit = result.suitability
     if suit:
-        console.print(f"[bold]decentralized / marketplace GPUs:[/bold] {suit['verdict']}")
+        console.print(f"decentralized / marketplace GPUs: {suit['verdict']}", style="bold", markup=False)
         for r in suit.get("for", []):
-            console.print(f"  + {r}")
+            console.print(f"  + {r}", markup=False)
         for r in suit.get("against", []):
-            console.print(f"  - {r}")
+            console.print(f"  - {r}", markup=False)
     if result.closest is not None:
         c = result.closest
-        console.print(f"  closest (not ranked): {fleet_text(c, 4)}: {_fmt_h(c.finish_hours)}, {fmt_usd(c.cost_usd)}")
+        console.print(f"  closest (not ranked): {fleet_text(c, 4)}: {_fmt_h(c.finish_hours)}, {fmt_usd(c.cost_usd)}",
+                      markup=False)
     if result.rejected:
         why = ", ".join(f"{k}: {v}" for k, v in sorted(result.rejected.items(), key=lambda kv: -kv[1]))
-        console.print(f"[dim]not ranked: {why}[/dim]")
+        console.print(f"not ranked: {why}", style="dim", markup=False)
     if not result.fleets:
         print(f"error: {result.why[0]}", file=sys.stderr)
         raise typer.Exit(1)

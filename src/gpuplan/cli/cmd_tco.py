@@ -48,6 +48,16 @@ def tco_command(
     from gpuplan.cli.output import fmt_usd, print_json
     from gpuplan.economics.tco import compute_tco, make_inputs
 
+    # Names are checked before any planning: an unknown --gpu or --region is an error (exit 2), never
+    # silently dropped when the energy estimate has too little to go on.
+    if gpu is not None:
+        from gpuplan.catalog.gpus import resolve_gpu_id
+
+        gpu = resolve_gpu_id(gpu)
+    if region is not None:
+        from gpuplan.economics.energy import grid_intensity
+
+        grid_intensity(region)
     planned: dict = {}
     if model is not None or params is not None or tokens is not None:
         planned = _planned_final_run(model, params, active_params, tokens, method, precision)

@@ -73,5 +73,45 @@ def web_command(host: HostOpt = DEFAULT_HOST, port: PortOpt = DEFAULT_PORT, db: 
 
     web = create_app(cfg.db, allowed_hosts=cfg.allowed_hosts)
     web.state.gpuplan.catalog()  # load now: a bad --db fails here, in one line, not on the first request
+    check_port_free(cfg)  # a busy port fails here, in one line with exit 1, before the URL is printed
     print(f"gpuplan web: {cfg.url} (Ctrl-C to stop)", file=sys.stderr)
-    uvicorn.run(web, host=cfg.host, port=cfg.port, log_level="warning", server_header=False)
+    try:
+        uvicorn.run(web, host=cfg.host, port=cfg.port, log_level="warning", server_header=False)
+    except SystemExit as e:  # uvicorn exits 3 when it cannot start (the port was taken meanwhile)
+        if e.code not in (None, 0):
+            from gpuplan.errors import GpuplanError
+
+            raise GpuplanError(f"the server could not start on {cfg.host}:{cfg.port} (see above)") from None
+        raise
+
+
+def check_port_free(cfg: ServerConfig) -> None:
+    """Bind and release the address as uvicorn will (SO_REUSEADDR, so a port in TIME_WAIT is free):
+    GpuplanError (exit 1) in one line when the port is in use, not allowed, or the host cannot be bound."""
+    import errno
+    import socket
+
+    from gpuplan.errors import GpuplanError
+
+    host = cfg.host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, cfg.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise GpuplanError(f"--host {cfg.host}: cannot resolve it ({getattr(e, 'strerror', None) or e})") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise GpuplanError(f"port {cfg.port} on {cfg.host} is already in use (another gpuplan web?); "
+                               f"stop it or pick another with --port") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise GpuplanError(f"port {cfg.port} on {cfg.host}: permission denied (ports below 1024 need "
+                               "privileges); pick another with --port") from None
+        if e.errno == errno.EADDRNOTAVAIL:
+            raise GpuplanError(f"--host {cfg.host}: not an address of this machine") from None
+        raise GpuplanError(f"cannot listen on {cfg.host}:{cfg.port} ({e.strerror or e})") from None
+    finally:
+        sock.close()

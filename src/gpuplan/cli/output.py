@@ -33,12 +33,16 @@ def print_json(obj: Any) -> None:
 
 
 def print_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """CSV on stdout; text cells a spreadsheet would run as formulas ('=', '+', '-', '@', tab, CR
+    first) get a leading apostrophe (gpuplan.files.csv_safe). Numbers are written as numbers."""
+    from gpuplan.files import csv_safe
+
     rows = [to_jsonable(r) for r in rows]
     cols = list(columns or (rows[0].keys() if rows else []))
     w = csv.DictWriter(sys.stdout, cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+        w.writerow({k: ("" if r.get(k) is None else csv_safe(r.get(k))) for k in cols})
 
 
 def print_table(

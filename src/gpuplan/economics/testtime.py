@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from gpuplan.errors import UsageError
 
 MAX_ATTEMPTS_HANDED_OUT = 5_000_000
+MAX_QUERIES_BYTES = 256 * 2**20  # ~10M rows; checked with stat() before reading
 DP_MAX_WORK = 20_000_000  # cells × choices for the exact programme with unequal integer costs
 NEGLIGIBLE_GAIN = 1e-15
 
@@ -61,7 +62,18 @@ def load_queries(path: str | Path, ability: float = 0.0, discrimination: float =
     if p.is_dir():
         raise UsageError(f"queries file {str(p)!r} is a directory")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        size = p.stat().st_size
+        if size > MAX_QUERIES_BYTES:
+            raise UsageError(f"{p.name}: {size / 2**20:,.0f} MiB is over the {MAX_QUERIES_BYTES // 2**20} MiB limit "
+                             "for a queries file")
+        with open(p, "rb") as f:
+            raw = f.read(MAX_QUERIES_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"{p.name}: cannot read it ({e.strerror or type(e).__name__})") from None
+    if len(raw) > MAX_QUERIES_BYTES:
+        raise UsageError(f"{p.name}: over the {MAX_QUERIES_BYTES // 2**20} MiB limit for a queries file")
+    try:
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{p.name}: not a UTF-8 text file") from None
     return parse_queries_text(text, p.name, ability=ability, discrimination=discrimination)

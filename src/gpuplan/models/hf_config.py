@@ -55,6 +55,7 @@ _CAPS = {
     "kv_lora_rank": 1_000_000, "qk_nope_head_dim": 100_000, "qk_rope_head_dim": 100_000, "v_head_dim": 100_000,
 }
 _MAX_TOTAL_PARAMS = 1e15
+MAX_CONFIG_BYTES = 50_000_000  # real config.json files are a few kB; 50 MB leaves room for odd ones
 
 
 class _Reader:
@@ -135,11 +136,17 @@ def load_config(path_or_dict: Any) -> tuple[dict[str, Any], str]:
                 raise UsageError(f"{label}: not found (the folder has no config.json)")
         if not path.is_file():
             raise UsageError(f"{label}: file not found")
-        raw = path.read_bytes()
+        # Size first, from stat(): a multi-GB file is refused without reading it; files whose stat
+        # size means nothing (/proc) are read only up to the limit.
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise UsageError(f"{label}: too large for a config.json ({size:,} bytes; limit {MAX_CONFIG_BYTES:,})")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise UsageError(f"{label}: cannot read ({e.strerror or e})") from None
-    if len(raw) > 50_000_000:
-        raise UsageError(f"{label}: too large for a config.json ({len(raw):,} bytes)")
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{label}: too large for a config.json (over {MAX_CONFIG_BYTES:,} bytes)")
     try:
         cfg = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from gpuplan.errors import UsageError
 from gpuplan.perf import inference_memory as mem
+from gpuplan.perf.calibration import calibration_entry
 from gpuplan.perf.engines import Efficiency, Engine, engine_factor, fitted_efficiency, interconnect, resolve_engine
 from gpuplan.perf.inference_precision import WeightFormat, check_gpu_runs, kv_format, weight_format, KV_BYTES
 from gpuplan.perf.inference_timing import StepModel
@@ -303,7 +304,7 @@ def estimate_serving(
     }
     assumptions = {
         "engine": eng.name, "engine_factor": engine_factor(eff, eng), "eta_bw": eff.eta_bw, "eta_c": eff.eta_c,
-        "architecture_factor": rep.arch_factor,
+        "architecture_factor": rep.arch_factor, "calibration": calibration_entry(g.id, "serving", g.vendor),
         "allreduce_latency_us": eff.allreduce_latency_us, "step_overhead_ms": eff.step_overhead_ms,
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,

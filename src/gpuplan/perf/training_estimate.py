@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from gpuplan.catalog.records import Gpu
 from gpuplan.errors import UsageError
 from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import calibration_entry, token as calibration_token
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
 from gpuplan.perf.layout_search import LAYOUT_KEYS, REASONS, LayoutFixed, search_layouts, validate_fixed
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
@@ -297,7 +298,7 @@ def _grid_search(spec: ModelSpec, shape: ModelShape, workload: TrainingWorkload,
                  efficiency: float | None):
     key = (spec.model_dump_json(), workload.model_dump_json(exclude={"tokens", "epochs", "dataset_tokens"}),
            workload.batch, tuple(g.model_dump_json() for g in gpus), tuple(counts.tolist()), gpn,
-           tuple(inter.tolist()), repr(eff), repr(fixed), attention, efficiency)
+           tuple(inter.tolist()), repr(eff), repr(fixed), attention, efficiency, calibration_token())
     with _SEARCH_CACHE_LOCK:
         hit = _SEARCH_CACHE.get(key)
         if hit is not None:
@@ -467,6 +468,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "framework_overhead_gib": float(mem["overhead"][i]) / GIB,
         "params": spec.total_params(),
         "active_params": spec.active_params(),
+        "calibration": None if efficiency is not None else calibration_entry(g.id, "training", g.vendor),
     }
     if workload.method != "full":
         assumptions["lora_rank"] = workload.lora_rank

@@ -122,10 +122,13 @@ CURVE_ARCHITECTURES: dict[str, tuple[str, ...]] = {"training": ("Ampere", "Hoppe
 
 def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
     """The factor the estimator multiplies its efficiency by: the fitted factor, except 1.0 for the
-    architectures the estimator's own fit was made on (their band is kept, centred on 1.0)."""
+    architectures the estimator's own fit was made on (their band is kept, centred on 1.0); times the
+    active user calibration profile's factor for this (regime, architecture), if any (perf/calibration.py)."""
+    from gpuplan.perf.calibration import apply
+
     f = factor(gpu_id, regime, vendor)
     if f.arch in CURVE_ARCHITECTURES.get(regime, ()):
         scale = 1.0 / f.factor if f.factor > 0 else 1.0
-        return VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "curve", f.arch,
-                            f"the estimator's {regime} fit is made on this architecture", f.n_rows)
-    return f
+        f = VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "curve", f.arch,
+                         f"the estimator's {regime} fit is made on this architecture", f.n_rows)
+    return apply(f, regime)

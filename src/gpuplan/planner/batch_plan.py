@@ -79,7 +79,7 @@ class FleetGroup(BaseModel):
     regions: list[str] = Field(default_factory=list)
     listings: int = Field(1, description="offers (regions, listings) merged into this group")
     hosts: int = Field(gt=0)
-    spare_hosts: int = Field(0, description="hosts beyond what the work needs without interruptions")
+    spare_hosts: int = Field(0, description="hosts beyond what the share needs by the deadline at full speed")
     hosts_available: int
     hosts_available_basis: str
     gpus: int
@@ -125,6 +125,7 @@ class BatchFleet(BaseModel):
     providers: list[str]
     provider_shares: dict[str, float]
     kind_shares: dict[str, float]
+    peer_share: float = Field(description="share of items on marketplace, decentralized or community-cloud hosts")
     finish_hours: float = Field(description="expected wall time until the last item is done")
     finish_p10_hours: float
     finish_p90_hours: float
@@ -264,11 +265,9 @@ def _hosts_available(offer: Offer, kind: str, override: int | None) -> tuple[int
     if offer.max_nodes:
         return int(offer.max_nodes), "the offer's max_nodes"
     d = batch_data()["hosts_available"]
-    row = d["by_pricing"].get(offer.pricing) if kind in PEER_KINDS or offer.pricing == "community" else None
-    if row is None:
-        row = d["by_kind"][kind]
-    basis = f"default for a {offer.pricing} listing" if row is d["by_pricing"].get(offer.pricing) else f"default for a {kind} listing"
-    return int(row["hosts"]), basis
+    if kind not in PEER_KINDS and offer.pricing in d["by_pricing"]:  # e.g. RunPod Community Cloud
+        return int(d["by_pricing"][offer.pricing]["hosts"]), f"default for a {offer.pricing} listing"
+    return int(d["by_kind"][kind]["hosts"]), f"default for a {kind} listing"
 
 
 def _weights_gb(model, precision: str) -> float:
@@ -286,8 +285,15 @@ class _Throughput:
         self._ref_speed: float | None = None
 
     def llm(self, gpu_id: str, max_tp: int):
-        """(tp, estimate, precision, notes) or a reason string."""
+        """(tp, items per second per replica, item seconds, precision, notes) or a reason string.
+
+        Generation: the serving estimator's best-throughput point (no latency target); an item lasts
+        its end-to-end latency there. Embeddings are prefill only: items are packed into the engine's
+        token budget per step (`max_num_batched_tokens`), and a step of that many prompt tokens is the
+        estimator's time to first token for one request of that length (attention is counted over the
+        packed step: slightly conservative for short items)."""
         from gpuplan.catalog.capabilities import resolve_serving
+        from gpuplan.perf.engines import resolve_engine
         from gpuplan.perf.inference_estimate import TP_CHOICES, estimate_serving
 
         key = gpu_id
@@ -297,19 +303,30 @@ class _Throughput:
                 self._cache[key] = f"{self.req.engine} cannot serve {self.precision} on this GPU"
             else:
                 out: Any = "model does not fit in 8 GPUs of this type"
-                osl = 1 if self.req.kind == "embed" else self.req.output_len
+                isl = self.req.input_len
+                per_step = 1
+                if self.req.kind == "embed":
+                    per_step = max(1, int(resolve_engine(self.req.engine).max_num_batched_tokens // isl))
                 for tp in TP_CHOICES:
                     if self.model.n_heads % tp:
                         continue
                     try:
-                        est = estimate_serving(self.model, gpu_id, tp=tp, precision=res.precision,
-                                               kv_precision=self.req.kv_precision, input_len=self.req.input_len,
-                                               output_len=osl, engine=self.req.engine)
+                        if self.req.kind == "embed":
+                            est = estimate_serving(self.model, gpu_id, tp=tp, precision=res.precision,
+                                                   kv_precision=self.req.kv_precision, input_len=isl * per_step,
+                                                   output_len=1, concurrency=1, engine=self.req.engine)
+                            secs = (est.ttft_ms or 0.0) / 1e3
+                            rps = per_step / secs if est.fits and secs > 0 else 0.0
+                        else:
+                            est = estimate_serving(self.model, gpu_id, tp=tp, precision=res.precision,
+                                                   kv_precision=self.req.kv_precision, input_len=isl,
+                                                   output_len=self.req.output_len, engine=self.req.engine)
+                            secs, rps = est.e2e_latency_s or 0.0, est.requests_per_s
                     except GpuplanError as e:
                         out = f"the estimator refused it ({str(e)[:60]})"
                         break
-                    if est.fits and est.requests_per_s > 0:
-                        out = (tp, est, res.precision, list(res.notes))
+                    if est.fits and rps > 0 and secs > 0:
+                        out = (tp, rps, secs, res.precision, list(res.notes))
                         break
                 self._cache[key] = out
         out = self._cache[key]
@@ -392,14 +409,11 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
             if isinstance(got, str):
                 rejected[got] += 1
                 continue
-            tp, est, used_precision, res_notes = got
+            tp, rps, secs, used_precision, res_notes = got
             notes += res_notes
             replicas = max_tp // tp
-            rate = replicas * est.requests_per_s * 3600.0
-            item_h = (est.e2e_latency_s or 0.0) / 3600.0
-            if item_h <= 0:
-                rejected["no throughput at this operating point"] += 1
-                continue
+            rate = replicas * rps * 3600.0
+            item_h = secs / 3600.0
             if used_precision not in weights_by_precision:
                 weights_by_precision[used_precision] = _weights_gb(model, used_precision)
             weights = weights_by_precision[used_precision]
@@ -565,17 +579,19 @@ def _evaluate(comp: list[tuple[_Pool, int]], req: BatchPlanRequest, label: str) 
                 cost=sum(r["compute"] + r["egress"] for r in rows))
 
 
-def _spares_for_p90(comp: list[tuple[_Pool, int]], req: BatchPlanRequest, pools_all: list[_Pool],
-                    max_gpus: int | None) -> tuple[list[tuple[_Pool, int]], int]:
+def _spares_for_p90(comp: list[tuple[_Pool, int]], req: BatchPlanRequest, max_gpus: int | None,
+                    is_moe: bool) -> tuple[list[tuple[_Pool, int]], int]:
     """Add hosts (cheapest per item first, within availability) until the interruptions' own p90
-    finish meets the deadline; returns the fleet and the hosts added."""
+    finish (with --strict-deadline: the p90 of every spread) meets the deadline; returns the fleet and
+    the hosts added."""
     added = 0
     T = req.deadline_hours
     for _ in range(6):
         ev = _evaluate(comp, req, "")
         if ev is None:
             return comp, added
-        sim = _simulate(ev, req, trials=400, with_spreads=False)
+        ev["is_moe"] = is_moe
+        sim = _simulate(ev, req, trials=400, with_spreads=req.strict_deadline)
         if sim["finish_p90"] <= T:
             return comp, added
         # More hosts on the group with the cheapest cost per item that still has hosts available.
@@ -616,20 +632,17 @@ def _simulate(ev: dict[str, Any], req: BatchPlanRequest, trials: int | None = No
     rows = ev["rows"]
     t0 = ev["t"]
     phi = np.ones((len(rows), trials))
-    billed_phi = np.ones((len(rows), trials))
     for gi, r in enumerate(rows):
         p, h = r["pool"], r["hosts"]
         useful_h = r["run"] * p.useful
         k = max(1, min(h, k_max // len(rows)))  # hosts sampled one by one: at most k_max per fleet
-        wall, billed = simulate_host_walls(useful_h, p.lam, p.item_h, p.restart_h, trials * k,
-                                           req.seed + 104729 * (gi + 1), p.billed_restart_frac)
+        wall, _ = simulate_host_walls(useful_h, p.lam, p.item_h, p.restart_h, trials * k,
+                                      req.seed + 104729 * (gi + 1), p.billed_restart_frac)
         f = (wall / useful_h).reshape(trials, k).mean(axis=1) if useful_h > 0 else np.ones(trials)
-        fb = (billed / np.maximum(wall, 1e-12)).reshape(trials, k).mean(axis=1) if useful_h > 0 else np.ones(trials)
         if h > k:  # the mean of h hosts: the spread of the mean shrinks as 1/sqrt(h)
             mu = f.mean()
             f = mu + (f - mu) * math.sqrt(k / h)
         phi[gi] = f
-        billed_phi[gi] = fb
     m = np.ones((len(rows), trials))
     q = np.ones((len(rows), trials))
     if with_spreads:
@@ -706,14 +719,14 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
             comps[key] = (label, comp)
 
     best = _greedy(pools, n, T, max_gpus)
-    add("least cost" if best is None or len({p.provider.id for p, _ in best}) < 2 else "least cost, split", best)
+    add("least cost" if best is None or len(best) < 2 else "least cost, split", best)
     if best:
         shares = collections.Counter()
         for p, h in best:
             shares[p.provider.id] += h * p.rate * p.useful
         total = sum(shares.values()) or 1.0
-        for prov, s in shares.most_common(4):
-            if s / total >= 0.05 and len(shares) >= 1:
+        for prov, share in shares.most_common(4):
+            if share / total >= 0.05:
                 add(f"without {prov}", _greedy([p for p in pools if p.provider.id != prov], n, T, max_gpus))
     add("marketplace + decentralized only", _greedy([p for p in pools if p.kind in PEER_KINDS], n, T, max_gpus))
     add("decentralized only", _greedy([p for p in pools if p.kind == "decentralized"], n, T, max_gpus))
@@ -746,18 +759,30 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
     shortlisted += [e for e in evaluated[keep_n:] if e["label"] != "single offer"]
 
     fleets_raw = []
+    seen_after: set[tuple] = set()
     for ev in shortlisted:
-        comp, added = _spares_for_p90(ev["comp"], req, pools, max_gpus)
+        comp, added = _spares_for_p90(ev["comp"], req, max_gpus, bool(model is not None and model.is_moe))
         if added:
             ev2 = _evaluate(comp, req, ev["label"])
             if ev2 is not None:
                 ev = ev2
+        key = tuple(sorted((p.id, h) for p, h in ev["comp"]))
+        if key in seen_after:  # two candidates grew into the same fleet
+            continue
+        seen_after.add(key)
         ev["spares_p90"] = added
         ev["is_moe"] = bool(model is not None and model.is_moe)
         ev["sim"] = _simulate(ev, req)
         ev["sim_int"] = _simulate(ev, req, with_spreads=False)
         fleets_raw.append(ev)
 
+    best_late_p90 = None
+    if req.strict_deadline:
+        late = [e for e in fleets_raw if e["sim"]["finish_p90"] > T]
+        if late:
+            rejected["p90 finish past the deadline (--strict-deadline)"] += len(late)
+            best_late_p90 = min(e["sim"]["finish_p90"] for e in late)
+        fleets_raw = [e for e in fleets_raw if e["sim"]["finish_p90"] <= T]
     if req.budget_usd is not None:
         over = [e for e in fleets_raw if e["cost"] > req.budget_usd]
         if over:
@@ -775,6 +800,9 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
     why: list[str]
     if not fleets:
         why = [_nothing_fits(req, pools, rejected, cheapest_over, evaluated)]
+        if best_late_p90 is not None and cheapest_over is None:
+            why = [f"no fleet's p90 finish meets the {T:g} h deadline (--strict-deadline): the best is "
+                   f"{best_late_p90:,.1f} h with every available host; drop --strict-deadline or raise the deadline"]
         if pools:
             ev = _evaluate(_max_fleet(pools, max_gpus), req, "fastest: every available host")
             if ev is not None:
@@ -814,8 +842,10 @@ def _to_fleet(rank: int, ev: dict[str, Any], req: BatchPlanRequest, model, io: d
     for r in rows:
         p: _Pool = r["pool"]
         share = r["items"] / total_items
-        # Spare hosts: beyond what the share needs at full speed (no interruptions) by the same time.
-        need0 = int(math.ceil(r["items"] / (p.rate * r["run"]) - 1e-9)) if r["run"] > 0 else r["hosts"]
+        # Spare hosts: beyond what the group's share needs by the deadline at full speed (no interruptions,
+        # the expected throughput): they absorb interruptions and, with --strict-deadline, the p90.
+        window = req.deadline_hours - p.cold_h
+        need0 = int(math.ceil(r["items"] / (p.rate * window) - 1e-9)) if window > 0 else r["hosts"]
         regions = sorted({o.region for o in p.offers if o.region})
         o0 = min(p.offers, key=lambda o: (-{"live": 4, "user": 4, "primary": 3, "third-party": 2, "unverified": 1}
                                             [o.confidence], o.age_days()))
@@ -852,15 +882,17 @@ def _to_fleet(rank: int, ev: dict[str, Any], req: BatchPlanRequest, model, io: d
     notes = []
     if sim["finish_p90"] > T:
         notes.append(f"p90 finish {sim['finish_p90']:.1f} h is past the {T:g} h deadline (mostly the throughput "
-                     "estimate's spread): measure one host first, or add hosts")
+                     "estimate's spread): measure one host first, or --strict-deadline")
     if ev.get("spares_p90"):
-        notes.append(f"{ev['spares_p90']} host(s) added so that interruptions' p90 still meets the deadline")
+        notes.append(f"{ev['spares_p90']} host(s) added so that the p90 finish "
+                     f"{'' if req.strict_deadline else 'under interruptions '}still meets the deadline")
     if len(provider_shares) > 1:
         notes.append(f"one work queue across {len(provider_shares)} providers (export: --export skypilot)")
     return BatchFleet(
         rank=rank, label=ev["label"], groups=groups, hosts=sum(g.hosts for g in groups),
         gpus=sum(g.gpus for g in groups), spare_hosts=sum(g.spare_hosts for g in groups),
         providers=list(provider_shares), provider_shares=provider_shares, kind_shares=kind_shares,
+        peer_share=sum(g.share for g in groups if g.provider_kind in PEER_KINDS or g.pricing == "community"),
         finish_hours=finish, finish_p10_hours=min(sim["finish_p10"], finish),
         finish_p90_hours=max(sim["finish_p90"], finish), finish_p90_interruptions_hours=max(sim_int["finish_p90"], finish),
         meets_deadline=finish <= T * (1 + 1e-9), meets_deadline_p90=sim["finish_p90"] <= T,
@@ -907,8 +939,9 @@ def _why(fleets: list[BatchFleet], req: BatchPlanRequest) -> list[str]:
              f"${best.cost_p90_usd:,.0f}), done in {best.finish_hours:,.1f} h (p90 {best.finish_p90_hours:,.1f} h) of "
              f"{req.deadline_hours:g} h; {unit}"]
     if len(best.groups) > 1:
-        lines.append(f"#1 splits the work: no one offer's available hosts finish it by the deadline as cheaply "
-                     f"({', '.join(f'{g.provider} {g.hosts}/{g.hosts_available} hosts' for g in best.groups)})")
+        lines.append(f"#1 splits the work across {len(best.groups)} offers of {len(best.providers)} provider(s): no one "
+                     f"offer's available hosts finish it by the deadline as cheaply "
+                     f"({', '.join(f'{g.provider} {g.gpus_per_node:g}x {g.gpu} {g.hosts}/{g.hosts_available} hosts' for g in best.groups)})")
     ties = [f for f in fleets[1:] if f.ties_first]
     if ties:
         lines.append(f"{len(ties)} fleet(s) tie with #1 within the bands: "
@@ -995,9 +1028,9 @@ def _suitability(req: BatchPlanRequest, model, pools: list[_Pool], fleets: list[
                                "the hosts: egress and slow links matter")
     peer_share = 0.0
     if fleets:
-        peer_share = sum(v for k, v in fleets[0].kind_shares.items() if k in PEER_KINDS)
-        dc = [f for f in fleets if all(k in DATACENTER_KINDS for k in f.kind_shares)]
-        pe = [f for f in fleets if all(k in PEER_KINDS for k in f.kind_shares)]
+        peer_share = fleets[0].peer_share
+        dc = [f for f in fleets if f.peer_share <= 1e-9]
+        pe = [f for f in fleets if f.peer_share >= 1 - 1e-9]
         if dc and pe:
             saving = 1.0 - pe[0].cost_usd / dc[0].cost_usd
             if saving > 0:
@@ -1016,7 +1049,10 @@ def _assumptions(req: BatchPlanRequest) -> dict[str, Any]:
     d = batch_data()
     return {
         "operating_point": "offline max throughput of the serving estimator (no latency target), smallest TP that "
-                           "holds the model; a host runs GPUs // TP replicas" if req.kind != "gpu" else
+                           "holds the model; a host runs GPUs // TP replicas" if req.kind == "generate" else
+                           "prefill only: items packed into the engine's token budget per step, timed by the serving "
+                           "estimator; smallest TP that holds the model; GPUs // TP replicas per host"
+                           if req.kind == "embed" else
                            "GPU-seconds per item on the reference GPU x reference (bf16 peak x architecture "
                            "efficiency) / this GPU's; one item per GPU at a time",
         "hosts_available": {k: v["hosts"] for k, v in d["hosts_available"]["by_kind"].items()}

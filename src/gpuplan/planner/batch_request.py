@@ -41,6 +41,8 @@ class BatchPlanRequest(BaseModel):
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     deadline_hours: float = Field(gt=0, le=MAX_DEADLINE_HOURS, description="every item done within this wall time")
     budget_usd: float | None = Field(default=None, gt=0, le=1e12, description="max expected total cost")
+    strict_deadline: bool = Field(default=False, description="size fleets so that the p90 finish (all spreads), "
+                                                             "not only the expected one, meets the deadline")
     download_gb: float | None = Field(default=None, ge=0, le=100_000,
                                       description="what every new host downloads (image + weights); default derived")
     input_kb_per_item: float | None = Field(default=None, ge=0, le=10_000_000, description="staged in per item")

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
+from gpuplan.perf.calibration import summary_entry as calibration_summary
 from gpuplan.planner.candidates import filter_offers
 from gpuplan.planner.distinct import collapse, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
@@ -166,6 +167,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "redundancy": "N+1: one spare replica on another node" if req.redundancy else "none (--no-redundancy)",
             "estimator_regime": regime[0], "flips_first": flips,
             "ranked_by": "75th percentile of the cost band (expected cost shown)",
+            "calibration": calibration_summary("serving"),
         },
         plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)) + flips,
         placement=classify("serve", 1).model_dump(), rejected={k: v for k, v in rejected.items() if v},

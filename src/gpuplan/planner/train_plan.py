@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
+from gpuplan.perf.calibration import summary_entry as calibration_summary
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers
 from gpuplan.planner.distinct import collapse, where_label
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
@@ -518,6 +519,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
         "providers_ranked": len({r["offer"].provider for r, k in zip(rows, keep) if k}),
         "max_wall_days": max_wall_h / 24, "count_target_days": target_h / 24,
         "estimator_regime": regime[0], "ranked_by": "75th percentile of the cost band (expected cost shown)",
+        "calibration": calibration_summary("training"),
     }
 
 

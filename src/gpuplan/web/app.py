@@ -265,6 +265,9 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
         title="gpuplan", version=getattr(gpuplan, "__version__", "0"),
         description="Plan LLM compute across GPU clouds: the CLI's estimates and plans as a JSON API.",
         default_response_class=SafeJSONResponse,
+        # FastAPI's own /docs and /redoc load their scripts from a CDN (blank offline): /docs below
+        # is a bundled page that renders /openapi.json instead.
+        docs_url=None, redoc_url=None,
     )
     app.state.gpuplan = state
 
@@ -287,9 +290,15 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
     app.add_middleware(Guard, max_body=max_body_bytes, allowed_hosts=allowed_hosts)
     app.mount("/static", StaticFiles(directory=static_dir()), name="static")
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> FileResponse:
         return FileResponse(static_dir() / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.api_route("/docs", methods=["GET", "HEAD"], include_in_schema=False)
+    def docs() -> FileResponse:
+        """The API described from /openapi.json by a bundled script (no CDN: it works offline)."""
+        return FileResponse(static_dir() / "docs.html", media_type="text/html; charset=utf-8",
+                            headers={"content-security-policy": PAGE_CSP})
 
     # ---- lists ------------------------------------------------------------------------------
     @app.get("/api/health", tags=["lists"])
