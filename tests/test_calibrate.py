@@ -268,6 +268,18 @@ def test_no_use_keeps_the_current_profile_and_profile_flag_picks_one(cli, tmp_pa
     assert f.basis == "calibrated" and "first" in f.note  # back to active.json after that command
 
 
+def test_text_commands_name_the_profile_they_used_on_stderr(cli):
+    assert cli("calibrate", EXAMPLE, "--name", "example")[0] == 0
+    code, out, err = cli("estimate", "train", "--model", "llama-3.2-1b", "--gpu", "H100", "--gpus", "8",
+                         "--tokens", "1e10")
+    assert code == 0 and "note: calibration profile 'example' applied (training Hopper x1.1" in err
+    code, out, err = cli("estimate", "train", "--model", "llama-3.2-1b", "--gpu", "MI300X", "--gpus", "8",
+                         "--tokens", "1e10")
+    assert code == 0 and err == ""  # nothing measured on CDNA3: nothing applied, nothing said
+    code, out, err = cli("--profile", "none", "estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "H100")
+    assert code == 0 and err == ""
+
+
 def test_show_prints_the_profile(cli, tmp_path):
     assert cli("calibrate", EXAMPLE, "--name", "example", "--no-use")[0] == 0
     code, out, err = cli("calibrate", "show", "example", "--json")

@@ -211,3 +211,14 @@ def test_result_is_finite_and_explained(models):
     for k in ("eta_bw", "eta_c", "engine", "weight_precision", "kv_precision", "memory_fraction", "tp"):
         assert k in e.assumptions
     assert e.memory_per_gpu_gb <= e.memory_breakdown_gb["device_total"]
+
+
+def test_short_outputs_still_pay_for_every_prompt(models):
+    """With one output token the work is all prefill: throughput can never beat the GPU's peak over
+    the prompt FLOPs (it reported 11,000 requests/s for 500-token prompts on one H100 before)."""
+    m = models["llama-3.1-8b"]
+    e = estimate_serving(m, "H100", input_len=500, output_len=1)
+    peak_rps = 989.5e12 / (2 * m.active_params() * 500)
+    assert 0 < e.requests_per_s < peak_rps
+    longer = estimate_serving(m, "H100", input_len=500, output_len=2)
+    assert e.requests_per_s == pytest.approx(longer.requests_per_s, rel=0.2)  # the prompt dominates both

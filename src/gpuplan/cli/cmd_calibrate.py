@@ -55,8 +55,25 @@ def _root(ctx: typer.Context, profile: ProfileOpt = None) -> None:
     from gpuplan.perf import calibration
 
     calibration.set_cli_profile(profile)
+    calibration.reset_applied()
+    ctx.call_on_close(_note_applied)
     if profile is not None:  # for this command only (matters when the CLI runs in-process)
         ctx.call_on_close(lambda: calibration.set_cli_profile(None))
+
+
+def _note_applied() -> None:
+    """After a command that succeeded: one stderr line naming the profile factors its estimates used."""
+    from gpuplan.perf import calibration
+
+    if sys.exc_info()[0] is not None:
+        return
+    used = calibration.applied()
+    if not used:
+        return
+    names = sorted({p for p, _, _ in used})
+    parts = ", ".join(f"{r} {a} x{f:.3f}" for (_, r, a), f in sorted(used.items()))
+    print(f"note: calibration profile {', '.join(repr(n) for n in names)} applied ({parts}); "
+          f"`gpuplan --profile none ...` for the bundled fit", file=sys.stderr)
 
 
 @app.command("calibrate", help=CSV_HELP, no_args_is_help=True)
@@ -117,8 +134,8 @@ def _fit(path: str, name: Optional[str], use: bool, as_json: bool) -> None:
     verb = "replaced" if replaced else "written"
     typer.echo(f"profile {name!r} {verb}: {saved}")
     if use:
-        typer.echo(f"active now: every estimate uses it and names it under assumptions.calibration "
-                   f"(`gpuplan calibrate use none` goes back to the bundled fit)")
+        typer.echo("active now: every estimate uses it and names it under assumptions.calibration "
+                   "(`gpuplan calibrate use none` goes back to the bundled fit)")
         _note_override(name)
     else:
         typer.echo(f"not active (--no-use): `gpuplan calibrate use {name}` or `gpuplan --profile {name} ...`")
@@ -178,15 +195,14 @@ def _list(as_json: bool) -> None:
     out = []
     for n in cal.list_names():
         entry: dict[str, Any] = {"name": n, "active": n == active, "path": str(cal.profile_path(n))}
-        try:
-            path, data = cal.read_profile_data(n)
-            cal.parse_profile(n, path, data)
+        data, problem = cal.inspect_profile(n)
+        if data is None:
+            entry["error"] = problem
+        else:
             entry.update(created=data.get("created"), source=data.get("source"),
                          factors={r: {a: e["factor"] for a, e in archs.items()}
                                   for r, archs in data["factors"].items()},
                          rows=sum(e.get("rows", 0) for archs in data["factors"].values() for e in archs.values()))
-        except (UsageError, ValueError, KeyError, TypeError, AttributeError) as e:
-            entry["error"] = str(e).split(": ", 1)[-1] if isinstance(e, ValueError) else str(e)
         out.append(entry)
     if as_json:
         from gpuplan.cli.output import print_json
@@ -202,7 +218,7 @@ def _list(as_json: bool) -> None:
         rows = [{"active": "*" if e["active"] else "", "name": e["name"],
                  "factors": "; ".join(f"{r} " + ", ".join(f"{a} x{f:.3f}" for a, f in archs.items())
                                       for r, archs in (e.get("factors") or {}).items()) if "error" not in e
-                 else f"unreadable: {e['error']}",
+                 else f"unreadable ({e['error']}): `gpuplan calibrate remove {e['name']}`",
                  "rows": e.get("rows", "-"), "created": e.get("created") or "-"} for e in out]
         print_table(rows, [("active", "active"), ("name", "profile"), ("factors", "factors"), ("rows", "rows"),
                            ("created", "created")], title=f"calibration profiles in {cal.profiles_dir()}")

@@ -196,6 +196,21 @@ def load_profile(name: str) -> Profile:
         raise _corrupt(name, path, str(e)) from None
 
 
+def inspect_profile(name: str) -> tuple[dict | None, str | None]:
+    """(JSON data, None) of a stored profile that reads back, else (None, why not in a few words)."""
+    path = profile_path(name)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        parse_profile(name, path, data)
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError) as e:
+        return None, getattr(e, "strerror", None) or type(e).__name__
+    except ValueError as e:
+        return None, str(e) if not isinstance(e, json.JSONDecodeError) else "not valid JSON"
+    return data, None
+
+
 def list_names() -> list[str]:
     d = profiles_dir()
     try:
@@ -310,6 +325,18 @@ def token() -> str | None:
 
 
 # ---------------------------------------------------------------- applying it ----------------------
+_applied: dict[tuple[str, str, str], float] = {}  # (profile, regime, arch) -> factor, since reset_applied()
+
+
+def reset_applied() -> None:
+    _applied.clear()
+
+
+def applied() -> dict[tuple[str, str, str], float]:
+    """The active profile's factors estimates used since `reset_applied()` (the CLI's note)."""
+    return dict(_applied)
+
+
 def apply(bundled, regime: str):
     """The bundled VendorFactor times the active profile's factor for its (regime, architecture)."""
     prof = active_profile()
@@ -319,6 +346,9 @@ def apply(bundled, regime: str):
     if kf is None:
         return bundled
     from gpuplan.perf.vendor_efficiency import VendorFactor
+
+    if _forced.get() is _FOLLOW:
+        _applied[(prof.name, regime, bundled.arch)] = kf.factor
 
     f = bundled.factor * kf.factor
     if kf.p10 is not None and kf.p90 is not None:
@@ -572,7 +602,8 @@ def read_runs(path: str | os.PathLike) -> list[Run]:
     except csv.Error as e:
         raise UsageError(f"{shown} line {counter[0]}: {e}") from None
     if header is None:
-        raise UsageError(f"{shown}: empty file; give a header line and at least one run (see `gpuplan calibrate --help`)")
+        raise UsageError(f"{shown}: empty file; give a header line and at least one run "
+                         f"(see `gpuplan calibrate --help`)")
     cols = [h.strip().lower() for h in header]
     if "kind" not in cols:
         raise UsageError(f"{shown}: missing column 'kind' (train or serve); header is {', '.join(cols) or '(empty)'}")
@@ -585,7 +616,7 @@ def read_runs(path: str | os.PathLike) -> list[Run]:
             line = counter[0]
             if not any(v.strip() for v in values):
                 continue
-            if len(values) > len(cols):
+            if len(values) > len(cols) and any(v.strip() for v in values[len(cols):]):
                 raise UsageError(f"{shown} line {line}: {len(values)} fields, the header has {len(cols)}")
             rows.append((line, dict(zip(cols, values))))
             if len(rows) > MAX_ROWS:
@@ -644,7 +675,7 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
                                     inter_node_gbps_per_gpu=a["inter_node_gbps_per_gpu"], n_runners_up=0)
             if not est.fits:
                 raise _RowError(f"{where}: the layout does not fit: {est.memory_per_gpu_gb:.1f} GB per GPU needed, "
-                                f"a {run.gpu.id} holds {run.gpu.memory_gb:g} GB (check tp, pp, micro_batch, zero, "
+                                f"one {run.gpu.id} holds {run.gpu.memory_gb:g} GB (check tp, pp, micro_batch, zero, "
                                 f"recompute)")
             return float(est.tokens_per_s), float(est.mfu)
         from gpuplan.perf.inference_estimate import estimate_serving

@@ -194,6 +194,13 @@ class _Replica:
         tpot = self.steps.step_time_s(b, others * isl / osl, ctx, isl / 2.0)
         return ttft, tpot
 
+    def cycle_s(self, b: np.ndarray, isl: int, osl: int) -> np.ndarray:
+        """Steady-state time for b running requests to each finish once: osl engine steps that
+        together carry all b prompts (b·isl prefill tokens) and b·osl decode tokens. Throughput is
+        never faster than this, however short the output (with osl = 1 the work is all prefill)."""
+        ctx = isl + osl / 2.0
+        return osl * self.steps.step_time_s(b, b * isl / osl, ctx, isl / 2.0)
+
     def decode_bound(self, b: float, isl: int, osl: int) -> str:
         s = self.steps
         ctx = isl + osl / 2.0
@@ -335,7 +342,7 @@ def estimate_serving(
     grid = _grid(b_max)
     ttft, tpot = rep.latency(grid, isl, osl)
     e2e = ttft + (osl - 1) * tpot
-    thr = grid * osl / e2e
+    thr = grid * osl / np.maximum(e2e, rep.cycle_s(grid, isl, osl))
 
     meets = None
     if conc is not None:
@@ -343,7 +350,7 @@ def estimate_serving(
         running = min(per_rep, float(b_max))
         t1, t2 = rep.latency(np.asarray([running]), isl, osl)
         t1, t2 = float(t1[0]), float(t2[0])
-        x = running * osl / (t1 + (osl - 1) * t2)
+        x = running * osl / max(t1 + (osl - 1) * t2, float(rep.cycle_s(np.asarray([running]), isl, osl)[0]))
         if per_rep > b_max:
             # The rest wait in the queue: Little's law on the closed loop of per_rep clients.
             e2e_q = per_rep * osl / x

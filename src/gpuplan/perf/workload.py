@@ -32,10 +32,12 @@ MAX_PRETRAIN_BATCH_TOKENS = 16_777_216
 def default_pretrain_batch_tokens(total_params: float) -> float:
     """The global batch published recipes use, growing with model size: 4M tokens at 8B
     (Llama 2 7B-13B: 4M; Llama 3 8B: 4M), 16M at 405B (Llama 3.1 405B's final batch), as
-    4M x (N / 8e9)^(1/3) within 1M..16M (GPT-3's 0.5-3.2M for 125M-175B sits at the low end)."""
+    4M x (N / 8e9)^(1/3) rounded to a power of two within 1M..16M (GPT-3's 0.5-3.2M for 125M-175B
+    sits at the low end)."""
     if not total_params or total_params <= 0 or not math.isfinite(total_params):
         return float(DEFAULT_PRETRAIN_BATCH_TOKENS)
     t = DEFAULT_PRETRAIN_BATCH_TOKENS * (total_params / 8e9) ** (1.0 / 3.0)
+    t = 2.0 ** round(math.log2(t))  # recipes use powers of two (4M, 8M, 16M): they divide by data-parallel sizes
     return float(min(MAX_PRETRAIN_BATCH_TOKENS, max(MIN_PRETRAIN_BATCH_TOKENS, t)))
 
 

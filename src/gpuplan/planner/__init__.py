@@ -25,4 +25,11 @@ def plan_project(train, serve, catalog=None) -> dict[str, Any]:
     return impl(train, serve, catalog)
 
 
-__all__ = ["plan_project", "plan_serving", "plan_training"]
+def plan_batch(req, catalog=None):
+    """Fleets for a divisible batch job across offers, ranked by cost (see planner.batch_plan)."""
+    from gpuplan.planner.batch_plan import plan_batch as impl
+
+    return impl(req, catalog)
+
+
+__all__ = ["plan_batch", "plan_project", "plan_serving", "plan_training"]

@@ -622,6 +622,13 @@
 
   function friendly(err) {
     let text = err.message;
+    const id = err instanceof ApiError ? fieldOfError(err) : null;
+    const label = id && document.querySelector(`label[for="${id}"]`);
+    if (label && err.errors[0] && err.errors[0].msg) {
+      // "constraints.max_gpus: Input should be ..." -> "Max GPUs: input should be ..."
+      const msg = String(err.errors[0].msg).replace(/\b\d{7,}(?:\.\d+)?\b/g, (m) => fmtQty(Number(m)));
+      text = `${label.textContent.trim()}: ${msg.charAt(0).toLowerCase()}${msg.slice(1)}`;
+    }
     // The planner speaks CLI; on the page the options are fields.
     text = text.replace(/--budget\b/g, "the budget").replace(/--deadline\b/g, "the deadline")
       .replace(/--max-gpus\b/g, "max GPUs").replace(/--max-wall\b/g, "max wall time")
@@ -1042,10 +1049,9 @@
         front.has(p.rank) ? el("span", { class: "sr-only", text: ", " }) : null,
         front.has(p.rank) ? el("span", { class: "badge front", text: "front" }) : null,
         el("span", { class: "sub muted", title: p.instance_type, text: p.instance_type })] },
-      { key: "gpu", h: "GPU", sort: (p) => p.gpu, v: (p) => p.gpu },
-      kind === "train"
-        ? { key: "gpus", h: "Nodes×GPUs", num: true, sort: (p) => p.gpus, v: (p) => nodesText(p) }
-        : { key: "gpus", h: "GPUs (replicas)", num: true, sort: (p) => p.gpus, v: (p) => `${p.gpus} (${p.replicas ?? "–"}×${p.gpus_per_replica ?? "–"})` },
+      { key: "gpu", h: "GPUs", sort: (p) => `${p.gpu} ${String(p.gpus).padStart(7, "0")}`, v: (p) => [p.gpu,
+        el("span", { class: "sub muted", text: kind === "train" ? `${nodesText(p)} = ${p.gpus}`
+          : `${p.gpus} = ${p.replicas ?? "–"}×${p.gpus_per_replica ?? "–"}` })] },
       { key: "pricing", h: "Pricing", sort: (p) => p.pricing, v: (p) => fmtPricing(p.pricing) },
       { key: "region", h: "Region", cls: "region", sort: (p) => (p.region || "").toLowerCase(), v: (p) => regionCell(p) },
     ];
@@ -1087,7 +1093,7 @@
   }
 
   function columnKeys(kind) {
-    return new Set(["rank", "provider", "gpu", "gpus", "pricing", "region", "cost", "band", "risk", "age", "whatif", "whatifcost"]
+    return new Set(["rank", "provider", "gpu", "pricing", "region", "cost", "band", "risk", "age", "whatif", "whatifcost"]
       .concat(kind === "train" ? ["layout", "wall"] : ["rtt", "tpot", "permtok"]));
   }
 
