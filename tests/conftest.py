@@ -12,6 +12,9 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.delenv("GPUPLAN_DB", raising=False)
+    # A developer's calibration profile must never change what the tests compute.
+    monkeypatch.setenv("GPUPLAN_CONFIG_DIR", str(home / "gpuplan-config"))
+    monkeypatch.delenv("GPUPLAN_PROFILE", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
 
 

@@ -264,17 +264,12 @@ def test_import_refuses_hostile_files_and_loses_nothing(cli, store, tmp_path, na
     assert store_contents(store) == before
 
 
-@pytest.mark.parametrize("kind", ["directory", "fifo", "binary", "latin1", "too-big", "missing", "bad-name"])
+@pytest.mark.parametrize("kind", ["directory", "binary", "latin1", "too-big", "missing", "bad-name"])
 def test_import_refuses_hostile_paths(cli, store, tmp_path, kind):
     f = tmp_path / "offers.csv"
     name = "ok"
     if kind == "directory":
         f.mkdir()
-    elif kind == "fifo":
-        f = tmp_path / "offers.yaml"
-        os.mkfifo(f)
-        # The import reads its size first and a FIFO is not a regular file: never opened (no hang).
-        pytest.skip("a FIFO blocks on read like `cat` would; covered for stores and --out targets")
     elif kind == "binary":
         f.write_bytes(b"\x00\xff\xfe" * 100)
     elif kind == "latin1":
@@ -672,7 +667,7 @@ def test_read_only_store_reads_and_refuses_writes(cli, store, tmp_path, monkeypa
     contents = store_contents(store)
     code, out, err = cli("offers", "--provider", "mycluster", "--db", str(store), "--json")
     assert code == 0, err
-    assert [o["provider"] for o in json.loads(out)["offers"]] == ["mycluster"]
+    assert [o["provider"] for o in json.loads(out)] == ["mycluster"]
     code, out, err = cli("catalog", "status", "--db", str(store), "--json")
     assert code == 0 and "user:mine" in out, err
     (tmp_path / "more.csv").write_text(IMPORT_HEADER + GOOD_ROW)
@@ -681,7 +676,8 @@ def test_read_only_store_reads_and_refuses_writes(cli, store, tmp_path, monkeypa
         code, out, err = cli(*args, "--db", str(store))
         assert "read-only" in assert_refused(code, out, err)
     assert store.read_bytes() == before and store_contents(store) == contents
-    assert not Path(str(store) + "-wal").exists()
+    wal = Path(str(store) + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # SQLite may open an empty WAL where it can; nothing written
 
 
 def test_user_provider_store_plans_everywhere(cli, store, monkeypatch):

@@ -83,6 +83,10 @@ def test_csv_errors_name_row_and_column(cli, tmp_path, db, text, message):
     ("offers:\n  - provider: x\n   bad: indent\n", "not valid YAML at line"),
     ("other: 1\n", "expected a list of offers"),
     ("offers: []\nextra: 1\n", "unknown top-level key 'extra'"),
+    ("offers: []\noffers: []\n", "line 2: duplicate key 'offers'"),
+    ("- provider: x\n  provider: y\n", "line 2: duplicate key 'provider'"),
+    ("- {provider: x, instance_type: a, gpu: H100, gpus_per_node: 1, pricing: on_demand, price_per_hour_usd: 1, "
+     "cluster: perhaps}\n", "column cluster: 'perhaps' is not yes or no"),
 ])
 def test_yaml_errors(cli, tmp_path, db, text, message):
     f = write(tmp_path, "deal.yaml", text)
@@ -316,3 +320,27 @@ def test_cluster_column_is_yes_or_no(cli, tmp_path, db, cell, message):
         assert code != 0 and message in err and "Traceback" not in err
     else:
         assert code == 0, err
+
+
+def test_yaml_plain_scalars_stay_text_where_columns_are_text(tmp_path):
+    """The YAML 1.1 'Norway problem': `no` is the text "no" in text columns; only `cluster` reads yes/no."""
+    f = write(tmp_path, "n.yaml", "- provider: no\n  instance_type: 1.10\n  gpu: H100\n  gpus_per_node: 8\n"
+                                  "  pricing: on_demand\n  price_per_hour_usd: 16\n  region: NO\n  interconnect: off\n"
+                                  "  cluster: yes\n  as_of: 2026-01-02\n")
+    (o,) = parse_offers_file(f)
+    assert (o.provider, o.instance_type, o.region, o.interconnect) == ("no", "1.10", "NO", "off")
+    assert o.cluster is True and o.as_of == dt.date(2026, 1, 2) and o.gpus_per_node == 8
+
+
+def test_csv_export_escapes_formula_cells_and_reimports_them(tmp_path):
+    rows = [Offer(provider="=cmd", instance_type="+1+2", gpu="H100-SXM", gpus_per_node=1, region="@SUM(A1)",
+                  pricing="on_demand", price_per_hour_usd=2.0, price_per_gpu_hour_usd=2.0, as_of=dt.date(2026, 1, 2),
+                  as_of_note="-note", source="'=quoted", confidence="user")]
+    text = render_offers(rows, "csv")
+    body = text.splitlines()[1]
+    assert body.startswith("'=cmd,'+1+2,H100-SXM,1,'@SUM(A1),on_demand,2,2,")
+    assert "'-note" in body and "''=quoted" in body
+    f = write(tmp_path, "back.csv", text)
+    (o,) = parse_offers_file(f)
+    assert (o.provider, o.instance_type, o.region, o.as_of_note, o.source) == ("=cmd", "+1+2", "@SUM(A1)", "-note",
+                                                                               "'=quoted")

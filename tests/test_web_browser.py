@@ -303,6 +303,20 @@ def _scenario_query(s: dict) -> str:
     return urlencode(q)
 
 
+def _assert_prints_on_a4(browser, html: str) -> None:
+    """The page's downloaded report, laid out with its print styles at A4's printable width
+    (186 mm, 703 px), keeps its whole table on the page."""
+    context = browser.new_context(viewport={"width": 703, "height": 1000}, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.set_content(html)
+        page.emulate_media(media="print")
+        right = page.evaluate("document.querySelector('#alternatives table').getBoundingClientRect().right")
+        assert right <= 703.5 and page.evaluate("document.documentElement.scrollWidth") <= 703
+    finally:
+        context.close()
+
+
 def _download(page, selector: str):
     with page.expect_download() as info:
         page.click(selector)
@@ -450,6 +464,7 @@ def test_desktop_plan_recommendation_table_whatif_exports_and_link(server, brows
         report = Path(download.path()).read_text()
         assert "<script" not in report and report.index("Recommended") < report.index("Alternatives")
         assert top["provider_name"] in report
+        _assert_prints_on_a4(browser, report)
 
         # The plan's state is in the URL: another person opening it gets the same plan and selection.
         page.locator("#plan-table tbody tr.plan-row[data-rank='3']").click()

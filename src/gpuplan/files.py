@@ -206,20 +206,22 @@ def _fsync_dir(folder: Path) -> None:
 
 # ---- CSV cells a spreadsheet would run ---------------------------------------------------------
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_NEEDS_ESCAPE = re.compile(r"^'*[=+\-@\t\r]")
 
 
 def csv_safe(value):
     """A text cell that a spreadsheet would evaluate as a formula ('=cmd|...', '+1+2', '@SUM(A1)',
     or one starting with a tab or CR) gets a leading apostrophe, the OWASP-recommended escape:
-    shown as text, never run. Numbers (negative ones included) and other text pass unchanged.
-    `csv_unescape` undoes it on import, so export -> import round-trips."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+    shown as text, never run. A cell that already starts with apostrophes before such a character
+    gets one more, so `csv_unescape` restores every cell exactly (export -> import round-trips).
+    Numbers (negative ones included) and other text pass unchanged."""
+    if isinstance(value, str) and _NEEDS_ESCAPE.match(value):
         return "'" + value
     return value
 
 
 def csv_unescape(value):
     """The inverse of `csv_safe` for a cell read back from a CSV file."""
-    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and value[1:].startswith(FORMULA_PREFIXES):
+    if isinstance(value, str) and value[:1] == "'" and _NEEDS_ESCAPE.match(value[1:]):
         return value[1:]
     return value

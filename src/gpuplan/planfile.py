@@ -141,7 +141,9 @@ def parse_plan_text(text: str, label: str = "plan") -> dict[str, Any]:
         raise UsageError(f"{prefix}: invalid plan: {e}") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"{prefix}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except (ValueError, RecursionError, OverflowError) as e:
+    except ValueError:  # an integer of thousands of digits (Python's int max-str-digits)
+        raise UsageError(f"{prefix}: invalid plan: holds a number too long to read (over 4,300 digits)") from None
+    except (RecursionError, OverflowError) as e:
         raise UsageError(f"{prefix}: not a usable JSON file ({type(e).__name__})") from None
     return check_plan_data(data, label)
 
@@ -177,10 +179,10 @@ def _show(v: Any) -> str:
 def _walk_strings(o: Any, where: str) -> None:
     if isinstance(o, str):
         if len(o) > MAX_STRING:
-            raise _Invalid(f"{where} is a {len(o):,}-character string (limit {MAX_STRING:,})")
+            raise _Invalid(f"{where or 'the file'} is a {len(o):,}-character string (limit {MAX_STRING:,})")
     elif isinstance(o, dict):
         for k, v in o.items():
-            _walk_strings(v, f"{where}.{k}")
+            _walk_strings(v, f"{where}.{k}" if where else str(k))
     elif isinstance(o, list):
         for i, v in enumerate(o):
             _walk_strings(v, f"{where}[{i}]")
@@ -216,6 +218,8 @@ def _check_plan(p: Any, w: str, workload: str) -> None:
     if gpn >= 1 and gpus < nodes * gpn * 0.5 - 1e-9 and workload == "train":
         raise _Invalid(f"{w}.gpus = {gpus:g} disagrees with nodes x gpus_per_node = {nodes * gpn:g}")
     prec = p.get("precision")
+    if prec is None:
+        raise _Invalid(f"{w}.precision is missing (one of {', '.join(KNOWN_PRECISIONS)})")
     if not isinstance(prec, str) or prec.strip().lower() not in KNOWN_PRECISIONS:
         raise _Invalid(f"{w}.precision = {str(prec)[:20]!r} is not a known precision ({', '.join(KNOWN_PRECISIONS)})")
     _num(p.get("wall_hours"), f"{w}.wall_hours", 0, MAX_HOURS, strict_lo=True)
@@ -262,7 +266,7 @@ def check_plan_data(data: Any, label: str = "plan") -> dict[str, Any]:
             raise _Invalid("plans must be a list")
         if len(plans) > MAX_PLANS:
             raise _Invalid(f"{len(plans):,} plans (limit {MAX_PLANS:,})")
-        _walk_strings(data, "plan")
+        _walk_strings(data, "")
         _check_summary(data.get("summary", {}))
         for i, p in enumerate(plans):
             _check_plan(p, f"plans[{i}]", workload)

@@ -58,15 +58,19 @@ def resolve_db_path(db: str | os.PathLike | None = None) -> pathlib.Path:
     return pathlib.Path(platformdirs.user_data_dir("gpuplan", appauthor=False)) / "catalog.db"
 
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+# Credentials in URLs: 'scheme://anything@' (a token or user:password), and 'user:password@host' without
+# a scheme (how the sources' `where()` prints a URL).
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/]+@")
+_BARE_USERINFO = re.compile(r"([^\s/@:'\"()]+):[^\s/'\"()]*@(?=[A-Za-z0-9\[])")
 
 
 def scrub(text: str) -> str:
-    """Text fit to print or store: known secrets replaced by '***' and the user:password part of any
-    URL dropped (a source URL set as GPUPLAN_<NAME>_URL may carry one)."""
+    """Text fit to print or store: known secrets replaced by '***' and the credentials of any URL
+    (user:password@ or token@) dropped (a source URL set as GPUPLAN_<NAME>_URL may carry them)."""
     from gpuplan.catalog.secrets import redact
 
-    return _URL_USERINFO.sub(r"\1***@", redact(str(text)))
+    out = _URL_USERINFO.sub(r"\1***@", redact(str(text)))
+    return _BARE_USERINFO.sub(r"\1:***@", out)
 
 
 def _migration_1(conn: sqlite3.Connection) -> None:

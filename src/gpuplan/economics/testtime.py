@@ -236,9 +236,10 @@ def allocate_attempts(queries: list[Query], budget: float) -> Allocation:
         attempts, lam = _greedy(queries, budget)
         method, optimal = ("greedy", True) if equal else ("greedy-ratio", False)
     uniform = _uniform(queries, budget)
-    rows = [QueryAllocation(id=q.id, p_success=q.p_success, cost=q.cost, attempts=k,
-                            p_solved=solved_probability(q.p_success, k), uniform_attempts=u,
-                            uniform_p_solved=solved_probability(q.p_success, u))
+    # Every value is computed here with its type; construct without re-validating (200k-query files).
+    rows = [QueryAllocation.model_construct(id=q.id, p_success=q.p_success, cost=q.cost, attempts=int(k),
+                                            p_solved=solved_probability(q.p_success, k), uniform_attempts=int(u),
+                                            uniform_p_solved=solved_probability(q.p_success, u))
             for q, k, u in zip(queries, attempts, uniform)]
     e_opt = sum(r.p_solved for r in rows)
     e_uni = sum(r.uniform_p_solved for r in rows)
@@ -263,7 +264,10 @@ def _greedy(queries: list[Query], budget: float) -> tuple[list[int], float]:
     lam = 0.0
     handed = 0
     slack = 4e-16 * budget  # float resolution of the budget; never lets a whole attempt through
+    cheapest = min((q.cost for q in queries), default=0.0)
     while heap:
+        if cheapest > left + slack + 1e-9 * cheapest:
+            break  # not even the cheapest query can afford another attempt
         neg_ratio, i = heapq.heappop(heap)
         q = queries[i]
         if q.cost > left + slack + 1e-9 * q.cost:

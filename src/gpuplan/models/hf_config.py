@@ -155,6 +155,8 @@ def load_config(path_or_dict: Any) -> tuple[dict[str, Any], str]:
         raise UsageError(f"{label}: not valid JSON (line {e.lineno}: {e.msg})") from None
     except RecursionError:
         raise UsageError(f"{label}: JSON nested too deeply") from None
+    except ValueError:  # an integer of thousands of digits (int max-str-digits), or similar
+        raise UsageError(f"{label}: holds a number too long to read (over 4,300 digits)") from None
     if not isinstance(cfg, dict):
         raise UsageError(f"{label}: expected a JSON object, got a {type(cfg).__name__}")
     return cfg, label

@@ -143,6 +143,7 @@ def duration_range(lo: Any, hi: Any) -> str:
 
 def quantity(v: float) -> str:
     """1T, 8.03B, 4.2M, 950; scientific past 1e15 (FLOPs)."""
+    v = float(f"{v:.3g}")  # 999999999.99 -> 1e9, so it reads 1B rather than 1e+03M
     a = abs(v)
     if a >= 1e15:
         return f"{v:.3g}"
@@ -158,7 +159,7 @@ def pricing(p: str) -> str:
 
 def prose(text: str) -> str:
     """Planner sentences use the CLI's enum spellings; a report says 'on-demand'."""
-    return str(text).replace("on_demand", "on-demand")
+    return str(text).replace("on_demand", "on-demand").replace(" (--offline for none)", "")
 
 
 # ---- collecting display values --------------------------------------------------------------
@@ -357,6 +358,8 @@ def collect(result, request, catalog=None, source: str = "") -> ReportData:
         checks = plan_checks(top, summary)
         ties = [f"#{p['rank']} {p['provider_name']} {p['gpu']} {usd_short(p['cost_usd'])}"
                 for p in plans[1:] if p.get("ties_first")]
+        if len(ties) > 6:
+            ties = ties[:6] + [f"and {len(ties) - 6} more"]
         flips = [prose(f) for f in summary.get("flips_first") or []]
         alternatives = [_one_line(p, top) for p in plans[1:5]]
         plan_file = source or "plan.json"
@@ -412,7 +415,10 @@ def collect(result, request, catalog=None, source: str = "") -> ReportData:
         constraints=_request_rows({k: v for k, v in cons.items() if v not in (None, False, [], "")}),
         summary=_summary_rows(summary),
         assumptions=assumptions,
-        columns=columns, rows=rows, why=[prose(w) for w in data["why"]],
+        columns=columns, rows=rows,
+        # the tie and flip sentences have sections of their own
+        why=[prose(w) for w in data["why"]
+             if not (top and (w in (summary.get("flips_first") or []) or "tie with #1 within the bands" in w))],
         front=[r for r in rows if r["front"]],
         risks=risks, prices=prices,
         rejected=sorted(data.get("rejected", {}).items(), key=lambda kv: -kv[1]),

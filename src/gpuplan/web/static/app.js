@@ -712,11 +712,16 @@
     $("status").textContent = `Planned in ${isNum(seconds) ? seconds.toFixed(1) : "?"} s: ${plural(n, "plan")}. `
       + (n ? `Recommended: ${headlineText(result.plans[0])}.` : "No plan meets the constraints.");
     $("scatter-title").textContent = result.workload === "serve" ? "Cost vs latency" : "Cost vs time";
+    $("alternatives-card").hidden = !n;
+    $("whatif").hidden = !n;
 
     const ranks = new Set(result.plans.map((p) => p.rank));
     state.selectedRank = n ? (ranks.has(pending.selected) ? pending.selected : result.plans[0].rank) : null;
     fillScopes();
-    setWhatIf(pending.whatif || state.whatif, false);
+    // A what-if carries over to the next plan only while what it applies to is still shown.
+    const wanted = pending.whatif || state.whatif;
+    const scopes = Array.from($("wi-scope").options).map((o) => o.value);
+    setWhatIf(scopes.includes(wanted.scope) ? wanted : { price: 1, eff: 1, fail: 1, scope: "all" }, false);
     renderRecommended();
     renderAlternatives();
     renderWhatIf();
@@ -797,6 +802,10 @@
     if (p.workload === "serve" && isNum(tpot(p)) && tpot(p) > SLOW_TPOT_MS) {
       out.push(`TPOT ${fmtMs(tpot(p))} is slower than reading speed (about ${Math.round(1000 / tpot(p))} tokens/s per user): set a max TPOT for interactive use`);
     }
+    const users = ((state.result && state.result.summary) || {}).users || [];
+    if (p.workload === "serve" && users.length > 1 && isNum(p.network_rtt_ms)) {
+      out.push(`users are in ${users.join(", ")} but every replica runs in ${p.region} (RTT ${fmtMs(p.network_rtt_ms)} as planned): consider one replica set per region`);
+    }
     if (p.stale) out.push(`the price is ${p.price_age_days} days old: check it before booking`);
     if (p.confidence === "unverified") out.push("the price is unverified");
     for (const n of (p.warnings || []).concat(p.risk_notes || [])) {
@@ -804,6 +813,12 @@
       out.push(prose(n));
     }
     return out;
+  }
+
+  /** The planner's reasons, less the tie and flip sentences that have places of their own. */
+  function whyLines(result) {
+    const flips = ((result.summary || {}).flips_first || []).map(String);
+    return (result.why || []).filter((line) => !flips.includes(line) && !/tie with #1 within the bands/.test(line)).map(prose);
   }
 
   function tiesOf(result) { return result.plans.filter((p) => p.ties_first && p.rank !== result.plans[0].rank); }
@@ -837,11 +852,8 @@
       warn.appendChild(el("strong", { text: "Check before booking" }));
       warn.appendChild(el("ul", null, warnings.slice(0, 5).map((w) => el("li", { text: w }))));
     }
+    for (const line of whyLines(result)) why.appendChild(el("li", { text: line }));
     const flipLines = ((result.summary || {}).flips_first || []).map(String);
-    for (const line of result.why || []) {
-      if (flipLines.includes(line) || /tie with #1 within the bands/.test(line)) continue;
-      why.appendChild(el("li", { text: prose(line) }));
-    }
     const tied = tiesOf(result);
     if (tied.length) {
       ties.appendChild(el("strong", { text: `Ties with #1 (cost bands overlap): ` }));
@@ -1604,22 +1616,26 @@
       out.push(kv(planFacts(p, result).map(([k, v, band]) => [k, band ? `${v} (${band})` : v])));
       const warnings = planWarnings(p);
       if (warnings.length) out.push(`<p class="warn"><strong>Check before booking:</strong> ${warnings.slice(0, 5).map(esc).join("; ")}</p>`);
+      out.push(`<h3>Why</h3><ul>${whyLines(result).map((w) => `<li>${esc(w)}</li>`).join("")}</ul>`);
       const tied = tiesOf(result);
-      out.push(`<p>${tied.length ? `Ties with #1 (cost bands overlap): ${esc(tied.map((t) => `${shortName(t)} ${fmtUsdShort(t.cost_usd)}`).join(", "))}`
+      const named = tied.slice(0, 6).map((t) => `${shortName(t)} ${fmtUsdShort(t.cost_usd)}`).join(", ")
+        + (tied.length > 6 ? ` and ${tied.length - 6} more` : "");
+      out.push(`<p>${tied.length ? `<strong>Ties with #1</strong> (cost bands overlap): ${esc(named)}`
         : "No other plan's cost band overlaps #1's."}</p>`);
       const flips = (result.summary || {}).flips_first || [];
-      if (flips.length) out.push(`<p>What would change the recommendation: ${flips.map((f) => esc(prose(f))).join("; ")}</p>`);
+      if (flips.length) out.push(`<p><strong>What would change the recommendation:</strong> ${flips.map((f) => esc(prose(f))).join("; ")}</p>`);
     } else {
       out.push("<p class=\"headline\">No plan meets the constraints</p>");
+      out.push(`<ul>${(result.why || []).map((w) => `<li>${esc(prose(w))}</li>`).join("")}</ul>`);
     }
-    out.push(`<ul>${(result.why || []).map((w) => `<li>${esc(prose(w))}</li>`).join("")}</ul></section>`);
+    out.push("</section>");
     out.push('<section id="alternatives"><h2>Alternatives</h2><table><thead><tr>',
       ["#", "Provider", "GPU", "GPUs", "Pricing", "Region", serve ? "TPOT" : "Wall", "Expected cost", "p10–p90", "Risk", "Price date", "Confidence"]
         .map((h, i) => `<th${i >= 6 && i <= 9 || i === 0 || i === 3 ? ' class="n"' : ""}>${esc(h)}</th>`).join(""),
       "</tr></thead><tbody>");
     for (const q of plans) {
       const cells = [[q.rank, 1], [providerName(q)], [q.gpu], [q.gpus, 1], [fmtPricing(q.pricing)],
-        [`${q.region}${(q.also_at || []).length ? ` +${q.also_at.length}` : ""}`],
+        [`${q.region || "–"}${(q.also_at || []).length ? ` +${q.also_at.length}` : ""}`],
         [serve ? fmtMs(tpot(q)) : fmtHours(q.wall_hours), 1], [fmtUsd(q.cost_usd), 1],
         [`${fmtUsdShort(isNum(q.cost_p10_usd) ? q.cost_p10_usd : q.cost_usd)}–${fmtUsdShort(q.cost_p90_usd)}${q.ties_first ? " =" : ""}`, 1],
         [isNum(q.risk) ? q.risk.toFixed(2) : "–", 1], [`${(q.offer || {}).as_of || ""}${q.stale ? " (stale)" : ""}`], [q.confidence]];
@@ -1674,6 +1690,8 @@
       box.classList.add("failed");
       box.appendChild(el("h3", { text: `No ${ORCHESTRATOR[target] || target} file for #${p.rank}` }));
       box.appendChild(el("p", { text: friendly(e) }));
+      box.appendChild(el("p", { class: "small", text: "Try another export above; the options this message names "
+        + "are on the command line: gpuplan export <target> --from plan.json (Plan JSON download)." }));
     } finally {
       button.disabled = false;
     }
