@@ -189,7 +189,7 @@ def test_secrets_in_the_environment_never_reach_the_files(monkeypatch):
 
 @pytest.mark.parametrize("body, match", [
     ("", "empty"), ("{not json", "not JSON"), ("[1, 2]", "not a plan result"),
-    ('{"plans": [{"rank": 1}]}', "invalid plan at"),
+    ('{"plans": [{"rank": 1}]}', "invalid plan"),
 ])
 def test_malformed_plan_files_are_one_line_usage_errors(tmp_path, body, match):
     f = tmp_path / "p.json"

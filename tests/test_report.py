@@ -246,7 +246,7 @@ def test_cli_report_from_a_plan_file_matches_the_plan(cli, tmp_path):
     ("", "empty"),
     ("{not json", "not JSON"),
     ('{"train": {}, "serve": {}}', "not a plan result"),
-    ('{"plans": [{"rank": 1}]}', "invalid plan at"),
+    ('{"plans": [{"rank": 1}]}', "invalid plan"),
 ])
 def test_cli_report_from_a_bad_file_is_one_line_and_writes_nothing(cli, tmp_path, content, needle):
     plan_file = tmp_path / "plan.json"

@@ -33,11 +33,12 @@ def _run(target: str, source: str, rank: int | None, out: str, name, image, scri
 
     from pathlib import Path
 
-    from gpuplan.errors import UsageError
     from gpuplan.export import ExportOptions, export_result, load_plan_result, write_atomic
 
-    if out != "-" and Path(out).is_dir():
-        raise UsageError(f"--out {out}: is a directory; give a file name")
+    from gpuplan.files import check_out_path, is_stdout
+
+    if not is_stdout(out):
+        check_out_path(out)  # a directory, device, FIFO or unwritable folder: one line, before any work
     options = ExportOptions(name=name, image=image, script=script, script_args=tuple(args or ()), model_id=model_id,
                             max_restarts=max_restarts, megatron_args=megatron, infra=infra, fleet=fleet)
     result = export_result(load_plan_result(source), target, rank, options)

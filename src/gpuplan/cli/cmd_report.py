@@ -51,10 +51,11 @@ def _check_out(out: str, fmt: str | None) -> str:
 def _emit(result, request, catalog, out: str, fmt: str, source: str = "") -> None:
     import sys
 
+    from gpuplan.files import is_stdout
     from gpuplan.report import build_report, write_report
 
     text = build_report(result, request, catalog, fmt, source=source)
-    if out == "-":
+    if is_stdout(out):
         sys.stdout.write(text)
         return
     path = write_report(out, text)

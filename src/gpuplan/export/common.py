@@ -10,7 +10,6 @@ import json
 import math
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -105,27 +104,14 @@ class Context:
 # ---------------------------------------------------------------- reading plans
 
 def load_plan_result(source: str | Path, stdin_text: str | None = None) -> PlanResult:
-    """A `gpuplan plan ... --json` file ('-' = stdin) as a PlanResult; any defect is one line."""
+    """A `gpuplan plan ... --json` file ('-' = stdin) as a PlanResult; any defect is one line.
+
+    The file is checked by its values before anything is built from it (gpuplan.planfile: size and
+    nesting before parsing, no NaN/Infinity, node and GPU counts, lengths, precision in range)."""
+    from gpuplan.planfile import load_plan_file
+
     label = "stdin" if str(source) == "-" else str(source)
-    if str(source) == "-":
-        text = stdin_text if stdin_text is not None else sys.stdin.read()
-    else:
-        path = Path(source)
-        if path.is_dir():
-            raise UsageError(f"--from {label}: is a directory, not a plan file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"--from {label}: no such file (write one with `gpuplan plan ... --json > plan.json`)") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"--from {label}: cannot read it ({e.__class__.__name__})") from None
-    if not text.strip():
-        raise UsageError(f"--from {label}: empty; expected the JSON of `gpuplan plan ... --json`")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--from {label}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    return parse_plan_result(data, label)
+    return parse_plan_result(load_plan_file(source, stdin_text), label)
 
 
 def parse_plan_result(data: Any, label: str = "plan") -> PlanResult:
