@@ -50,7 +50,9 @@ def main(argv: list[str]) -> int:
             if flips:
                 why = why.replace("#1's achieved efficiency (MFU / throughput)", "its efficiency").replace(
                     "#1's failure/preemption rate", "its failure rate").replace("#1's price", "its price")
-                why = "cheapest at the 75th percentile; #2 ranks first if " + why.split("; or no failure")[0]
+                why = why.split("; or no failure")[0]
+                why = ("level with #2 (within 0.5%): either will do" if why.startswith("nothing:") else
+                       "cheapest at the 75th percentile; #2 ranks first if " + why)
             tied = [q for q in res.plans if q.ties_first]
             ties = f"{len(tied)}: " + ", ".join(f"{q.provider_name} {q.gpu}" for q in tied[:3]) if tied else "none"
         if md:
