@@ -296,6 +296,13 @@ def fit_all(rows: list[dict] | None = None) -> dict:
                 entries[arch] = {"factor": round(f, 3), "p10": round(lo, 3), "p90": round(hi, 3), "n_rows": 0,
                                  "n_sources": 0, "basis": "prior", "note": note}
         doc_regimes[regime] = entries
+        # A GPU with rows of its own (two or more) also gets its own median: the estimators use it
+        # where it is below its architecture's (MI300X sits below MI325X at the same peak).
+        per_gpu: dict[str, list[float]] = {}
+        for rid, ratio in full["ratios"].items():
+            per_gpu.setdefault(ctx.by_id[rid]["gpu_id"], []).append(ratio)
+        doc_regimes[regime + "_by_gpu"] = {g: {"factor": round(_gmedian(v), 3), "n_rows": len(v)}
+                                           for g, v in sorted(per_gpu.items()) if len(v) >= 2}
         summary[regime] = error_summary(full, held, candidates(ctx, regime))
         for rid, ratio in full["ratios"].items():
             h = held.get(rid, {})
@@ -311,6 +318,7 @@ def fit_all(rows: list[dict] | None = None) -> dict:
         "training": doc_regimes["training"],
         "serving": doc_regimes["serving"],
         "hopper_relative": {"training": doc_regimes["training_hopper_rel"], "serving": doc_regimes["serving_hopper_rel"]},
+        "by_gpu": {"training": doc_regimes["training_by_gpu"], "serving": doc_regimes["serving_by_gpu"]},
         "gpu_arch": gpu_arch_table(),
         "validation": summary,
         "rows": row_out,

@@ -146,3 +146,20 @@ def test_reader_unknown_gpu_gets_a_pessimistic_prior():
     assert f.factor < 1.0 and f.p10 <= f.factor <= f.p90
     with pytest.raises(ValueError):
         ve.factor("H100-SXM", "inference")
+
+
+def test_a_gpu_below_its_architecture_runs_at_its_own_rows():
+    """MI300X's own MLPerf rows sit below CDNA3's pooled factor (MI325X pulls it up): the estimators
+    use MI300X's; a chip whose rows sit above its architecture keeps the architecture's (pessimistic)."""
+    import json
+    from importlib import resources
+
+    from gpuplan.perf.vendor_efficiency import applied_factor, factor
+
+    doc = json.loads(resources.files("gpuplan.perf.data").joinpath("vendor-efficiency.json").read_text())
+    own = doc["by_gpu"]["training"]
+    arch = factor("MI300X", "training").factor
+    assert own["MI300X"]["factor"] < arch < own["MI325X"]["factor"]
+    mi300x, mi325x = applied_factor("MI300X", "training"), applied_factor("MI325X", "training")
+    assert mi300x.factor == own["MI300X"]["factor"] and mi300x.p10 < mi300x.factor < mi300x.p90
+    assert mi325x.factor == arch

@@ -131,4 +131,14 @@ def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFacto
         scale = 1.0 / f.factor if f.factor > 0 else 1.0
         f = VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "curve", f.arch,
                          f"the estimator's {regime} fit is made on this architecture", f.n_rows)
+    else:
+        # A GPU whose own rows (two or more) sit below its architecture's factor runs at its own:
+        # MI300X at 0.70 where CDNA3 pools it with MI325X's 0.96. A higher figure for one chip from
+        # one benchmark does not raise it: unknown means pessimistic.
+        own = load().get("by_gpu", {}).get(regime, {}).get(gpu_id)
+        if own and own["factor"] < f.factor:
+            scale = own["factor"] / f.factor
+            f = VendorFactor(own["factor"], f.p10 * scale, f.p90 * scale, f.basis, f.arch,
+                             f"{gpu_id}'s own {own['n_rows']} rows (median {own['factor']:.2f}), below the "
+                             f"{f.arch} median {f.factor:.2f}; " + f.note, own["n_rows"])
     return apply(f, regime)
