@@ -101,7 +101,8 @@ def test_azure_pages_meters_and_reservations(fetch, server):
     assert o[("NC24ads_A100_v4", "westus2", "on_demand")].gpu == "A100-80GB-PCIe"  # from page 2
     slice_ = o[("NV6ads_A10_v5", "westus2", "on_demand")]
     assert slice_.gpus_per_node == pytest.approx(1 / 6) and slice_.price_per_gpu_hour_usd == pytest.approx(0.454 * 6, rel=1e-5)
-    for reason in ("Windows meter", "Low Priority meter (retired)", "SKU not in the GPU table", "price below floor or zero"):
+    assert o[("NC24ads_A100_v4", "westus2", "spot")].price_per_hour_usd == 0.7346  # Low Priority: evictable = spot
+    for reason in ("Windows meter", "SKU not in the GPU table", "price below floor or zero"):
         assert r.skipped[reason] == 1, reason
     s, _ = server
     first = [q for q in s.requests if q["path"] == "/api/retail/prices"][-2]

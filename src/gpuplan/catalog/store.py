@@ -455,13 +455,10 @@ class Store:
                       "WHERE id = ?", (n, n_skipped, _now_iso(), sid))
             c.execute("COMMIT")
         except BaseException as e:
-            try:
-                c.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            if isinstance(e, sqlite3.DatabaseError):
-                raise self._db_error(e) from None
-            raise
+            err = self._rollback(e)
+            if err is e:
+                raise
+            raise err from None
         return self.snapshot(sid)
 
     def record_failure(self, source: str, reason: str) -> int:
@@ -630,6 +627,14 @@ class Store:
         out.update(bytes_before=before, bytes_after=self.size_bytes())
         return out
 
+    def _rollback(self, e: BaseException) -> BaseException:
+        """Roll back the open transaction; returns what to raise (a database error as one line)."""
+        try:
+            self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        return self._db_error(e) if isinstance(e, sqlite3.DatabaseError) else e
+
     def _delete_snapshots(self, ids: list[int]) -> dict[str, int]:
         c = self.conn
         try:
@@ -645,13 +650,10 @@ class Store:
                 c.execute(f"DELETE FROM snapshots WHERE id IN ({marks})", chunk)
             c.execute("COMMIT")
         except BaseException as e:
-            try:
-                c.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            if isinstance(e, sqlite3.DatabaseError):
-                raise self._db_error(e) from None
-            raise
+            err = self._rollback(e)
+            if err is e:
+                raise
+            raise err from None
         return {"snapshots": len(ids), "offers": offers}
 
     # ---- refreshing ----------------------------------------------------------------------

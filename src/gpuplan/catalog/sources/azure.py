@@ -2,11 +2,16 @@
 
 Only GPU VM SKUs we can map are requested (sources/data/azure_skus.csv maps `armSkuName`
 such as Standard_ND96isr_H100_v5 to GPU and count). Linux consumption meters become
-on-demand offers, 'Spot' meters spot offers, reservations reserved offers with their term;
-Windows and retired 'Low Priority' meters are skipped. Azure has answered $0 for H100
+on-demand offers, 'Spot' and 'Low Priority' meters spot offers (both are evictable capacity
+billed per hour), reservations reserved offers with their term. Windows meters are skipped
+whatever their spelling ('... Series Windows', and the ' Win' suffix SkyPilot's fetcher
+documents, e.g. 'Virtual Machines NCCadsv5 Srs Win'), as are Cloud Services and DevTest meters.
+The `NextPageLink` Azure answers is `https://prices.azure.com:443/...`: same host, explicit port. Azure has answered $0 for H100
 SKUs before (skypilot#3615): the price floor drops those rows.
 """
 from __future__ import annotations
+
+import re
 
 import httpx
 
@@ -17,6 +22,14 @@ from gpuplan.catalog.sources.tables import keyed
 DEFAULT_URL = "https://prices.azure.com"
 API_VERSION = "2023-01-01-preview"
 TERM_H = {"1 year": 8760.0, "3 years": 26280.0, "5 years": 43800.0}
+
+
+_WINDOWS = re.compile(r"\bwin(dows)?\b", re.I)
+
+
+def is_windows(product_name: str) -> bool:
+    """Windows meter: 'Virtual Machines NDisrH100v5 Series Windows' or '... NCCadsv5 Srs Win'."""
+    return bool(_WINDOWS.search(product_name or ""))
 
 
 def odata_filter(skus: list[str]) -> str:
@@ -65,18 +78,19 @@ class AzureSource:
             b.skip("SKU not in the GPU table")
             return
         product, meter = str(it.get("productName") or ""), str(it.get("meterName") or "")
-        if "windows" in product.lower():
+        if is_windows(product):
             b.skip("Windows meter")
             return
-        if "low priority" in meter.lower():
-            b.skip("Low Priority meter (retired)")
+        if "cloud services" in product.lower() or "cloudservices" in product.lower():
+            b.skip("Cloud Services meter")
             return
         if str(it.get("currencyCode") or "USD") != "USD":
             b.skip("not priced in USD")
             return
         kind, price, term = str(it.get("type") or ""), to_float(it.get("retailPrice")), None
         if kind == "Consumption":
-            pricing = "spot" if "spot" in meter.lower() else "on_demand"
+            m = meter.lower()
+            pricing = "spot" if ("spot" in m or "low priority" in m) else "on_demand"
         elif kind == "Reservation":
             term = TERM_H.get(str(it.get("reservationTerm") or "").lower())
             if term is None:

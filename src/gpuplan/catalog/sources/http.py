@@ -62,9 +62,17 @@ def settings_of(client: httpx.Client) -> HttpSettings:
 
 
 def where(url: str) -> str:
-    """Host and path only: query strings may carry filters or tokens and are never echoed."""
-    u = urlsplit(str(url))
-    return f"{u.netloc}{u.path}"
+    """Host and path only: query strings may carry filters or tokens, and user:password@ in
+    the address is a credential (GPUPLAN_VAST_URL=https://user:pass@host): neither is echoed."""
+    try:
+        u = urlsplit(str(url))
+        host = u.hostname or ""
+        port = u.port
+    except ValueError:  # a malformed port or bracket: say nothing that could hold a secret
+        return "(unparseable URL)"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}{f':{port}' if port is not None else ''}{u.path}"
 
 
 def fetch_bytes(client: httpx.Client, method: str, url: str, *, params: dict | None = None,
@@ -163,8 +171,25 @@ def paginate(fetch_page: Callable[[Any], tuple[list, Any]], max_pages: int, what
     raise SourceError(f"{what}: more than {max_pages} pages; refused")
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    try:
+        u = urlsplit(str(url))
+        scheme, host = u.scheme.lower(), (u.hostname or "").lower()
+        port = u.port if u.port is not None else DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return None
+    return (scheme, host, port) if scheme and host else None
+
+
 def same_host(url: str, base: str) -> bool:
-    return urlsplit(url).netloc == urlsplit(base).netloc
+    """Same scheme, host and port, the default port spelt out or not: Azure's NextPageLink is
+    `https://prices.azure.com:443/...` for a query sent to `https://prices.azure.com/...`.
+    Credentials in either address are ignored; another host, scheme or port is not the same."""
+    a, b = _origin(url), _origin(base)
+    return a is not None and a == b
 
 
 def base_url(env_var: str, default: str, override: str | None) -> str:
