@@ -73,6 +73,21 @@ def scrub(text: str) -> str:
     return _BARE_USERINFO.sub(r"\1:***@", out)
 
 
+REFRESH_DEADLINE_S = 60.0
+
+
+def refresh_deadline_s(value: float | None = None) -> float:
+    """The overall refresh deadline: an explicit value, else $GPUPLAN_REFRESH_TIMEOUT_S, else 60 s."""
+    raw = value if value is not None else os.environ.get("GPUPLAN_REFRESH_TIMEOUT_S") or REFRESH_DEADLINE_S
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        raise UsageError(f"refresh timeout must be a number of seconds, got {raw!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise UsageError(f"refresh timeout must be a positive number of seconds, got {raw!r}")
+    return v
+
+
 def _migration_1(conn: sqlite3.Connection) -> None:
     pricing = ", ".join(f"'{p}'" for p in PRICING_TYPES)
     confidence = ", ".join(f"'{c}'" for c in CONFIDENCE_RANK)
@@ -658,9 +673,18 @@ class Store:
 
     # ---- refreshing ----------------------------------------------------------------------
     def refresh(self, names: list[str], *, client=None, force: bool = False,
-                on_progress: Callable[[str, RefreshOutcome | None], None] | None = None) -> list[RefreshOutcome]:
-        """Fetch each source and write one snapshot per success. A failure (network, shape,
-        empty answer, a sharp shrink) records why and keeps the previous snapshot."""
+                on_progress: Callable[[str, RefreshOutcome | None], None] | None = None,
+                deadline_s: float | None = None, workers: int = 8) -> list[RefreshOutcome]:
+        """Fetch the sources concurrently under one overall deadline and write one snapshot per
+        success. A failure (network, shape, empty answer, a sharp shrink, no answer before the
+        deadline) records why and keeps the previous snapshot.
+
+        Fetching runs in daemon worker threads (one source never waits behind another, and a
+        source still hanging at the deadline neither delays the others nor the process's exit);
+        every store write happens here, on the calling thread. `deadline_s` defaults to
+        $GPUPLAN_REFRESH_TIMEOUT_S, else REFRESH_DEADLINE_S."""
+        import queue
+        import threading
         import time
 
         from gpuplan.catalog.secrets import get_secret
@@ -668,32 +692,97 @@ class Store:
         from gpuplan.catalog.sources.http import make_client
 
         self._require_writable("refresh")
+        deadline_s = refresh_deadline_s(deadline_s)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise UsageError(f"workers must be a whole number of at least 1, got {workers!r}")
+        t_start = time.perf_counter()
+        outcomes: dict[str, RefreshOutcome] = {}
+        todo: list = []
+        for name in names:
+            src = get_source(name)
+            if src.needs_key and not get_secret(src.needs_key):
+                outcomes[name] = RefreshOutcome(name, "skipped", reason=f"no API key (set {src.needs_key})")
+            elif name not in (s.name for s in todo):
+                todo.append(src)
         own_client = client is None
         client = client or make_client()
-        outcomes: list[RefreshOutcome] = []
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for src in todo:
+            jobs.put(src)
+
+        def work() -> None:
+            while True:
+                try:
+                    src = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                t0 = time.perf_counter()
+                try:
+                    result, exc = src.fetch(client), None
+                except BaseException as e:  # noqa: BLE001 - reported for this source, never raised in a worker
+                    result, exc = None, e
+                done.put((src, result, exc, time.perf_counter() - t0))
+
         try:
             for name in names:
-                if on_progress:
+                if on_progress and name in outcomes:
                     on_progress(name, None)
-                t0 = time.perf_counter()
-                src = get_source(name)
-                if src.needs_key and not get_secret(src.needs_key):
-                    out = RefreshOutcome(name, "skipped", reason=f"no API key (set {src.needs_key})")
-                else:
-                    out = self._refresh_one(src, client, force, SourceError, scrub)
-                out.elapsed_s = time.perf_counter() - t0
-                outcomes.append(out)
+                    on_progress(name, outcomes[name])
+            for src in todo:
                 if on_progress:
-                    on_progress(name, out)
+                    on_progress(src.name, None)
+            for _ in range(min(workers, len(todo))):
+                threading.Thread(target=work, name="gpuplan-refresh", daemon=True).start()
+            pending = {src.name for src in todo}
+            stop_at = t_start + deadline_s
+            while pending:
+                left = stop_at - time.perf_counter()
+                if left <= 0:
+                    break
+                try:
+                    src, result, exc, elapsed = done.get(timeout=left)
+                except queue.Empty:
+                    break
+                pending.discard(src.name)
+                out = self._settle(src, result, exc, force, SourceError, scrub)
+                out.elapsed_s = elapsed
+                outcomes[src.name] = out
+                if on_progress:
+                    on_progress(src.name, out)
+            for src in todo:
+                if src.name in pending:
+                    out = self._failed(src.name, f"no answer within the {deadline_s:g} s refresh deadline; "
+                                                 f"kept the previous data (raise it with --timeout)", scrub)
+                    out.elapsed_s = time.perf_counter() - t_start
+                    outcomes[src.name] = out
+                    if on_progress:
+                        on_progress(src.name, out)
         finally:
+            while True:  # sources not started yet never start once the deadline has passed
+                try:
+                    jobs.get_nowait()
+                except queue.Empty:
+                    break
             if own_client:
-                client.close()
-        return outcomes
+                client.close()  # also ends the connections of sources still hanging past the deadline
+        return [outcomes[n] for n in dict.fromkeys(names) if n in outcomes]
 
-    def _refresh_one(self, src, client, force, SourceError, redact) -> RefreshOutcome:
+    def _settle(self, src, result, exc, force, SourceError, redact) -> RefreshOutcome:
+        """One fetched source's outcome: its snapshot written, or why it failed."""
+        if exc is None:
+            return self._refresh_one(src, None, force, SourceError, redact, result=result)
+        if isinstance(exc, (SourceError, GpuplanError)):
+            return self._failed(src.name, str(exc), redact)
+        if isinstance(exc, Exception):
+            return self._failed(src.name, f"unexpected {type(exc).__name__} while reading the answer", redact)
+        raise exc  # KeyboardInterrupt / SystemExit raised in a worker
+
+    def _refresh_one(self, src, client, force, SourceError, redact, result=None) -> RefreshOutcome:
         name = src.name
         try:
-            result = src.fetch(client)
+            if result is None:
+                result = src.fetch(client)
         except SourceError as e:
             return self._failed(name, str(e), redact)
         except GpuplanError as e:

@@ -34,6 +34,7 @@ def refresh_cmd(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     force: bool = typer.Option(False, "--force", help="accept an answer much smaller than the previous one"),
     as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="overall deadline in seconds for the whole refresh (sources are fetched concurrently; one still unanswered by then fails and keeps its previous data); default: $GPUPLAN_REFRESH_TIMEOUT_S, else 60"),
 ) -> None:
     """Fetch today's prices; each source that answers becomes a new snapshot, failures keep the old one."""
     from rich.console import Console
@@ -43,7 +44,10 @@ def refresh_cmd(
     from gpuplan.cli.output import print_json, print_table
     from gpuplan.errors import GpuplanError
 
+    from gpuplan.catalog.store import refresh_deadline_s
+
     names = expand_source_names(source)
+    deadline = refresh_deadline_s(timeout)  # a bad --timeout is refused before any work
     err = Console(stderr=True)
     with _store(db, write=True) as store:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -51,12 +55,10 @@ def refresh_cmd(
             task = progress.add_task("refreshing", total=len(names))
 
             def on_progress(name, outcome):
-                if outcome is None:
-                    progress.update(task, description=f"refreshing {name}")
-                else:
+                if outcome is not None:
                     progress.advance(task)
 
-            outcomes = store.refresh(names, force=force, on_progress=on_progress)
+            outcomes = store.refresh(names, force=force, on_progress=on_progress, deadline_s=deadline)
     rows = [{"source": o.source, "status": o.status, "rows_added": o.rows_added, "rows_skipped": o.rows_skipped,
              "raw_rows": o.raw_rows, "seconds": round(o.elapsed_s, 2),
              "why": o.reason if o.status != "ok" else _skip_summary(o.skipped),

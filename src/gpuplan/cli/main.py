@@ -1,6 +1,12 @@
-"""Console entry point: runs the app and turns user-facing errors into one line."""
+"""Console entry point: runs the app and turns user-facing errors into one line.
+
+Exit codes (also in `gpuplan --help`): 0 ok; 1 nothing fits or the command failed; 2 usage
+error. A reader that stops early (`gpuplan offers | head -1`) is not an error: exit 0, no
+traceback.
+"""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -32,11 +38,31 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as e:
         return e.exit_code
     except BrokenPipeError:
-        return 0
+        return _quiet_broken_pipe()
+    except SystemExit as e:
+        # click answers EPIPE with sys.exit(1) from inside its `except OSError`; the pipe's reader
+        # stopped reading, which is not a failure.
+        if _is_broken_pipe(e.__context__):
+            return _quiet_broken_pipe()
+        raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _is_broken_pipe(exc: BaseException | None) -> bool:
+    return isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == 32)
+
+
+def _quiet_broken_pipe() -> int:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again; exit 0."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (in-process runs)
+        pass
+    return 0
 
 
 def _click_exceptions():

@@ -58,12 +58,15 @@ def constraints_from_options(
     from gpuplan.planner.requests import Constraints
     from gpuplan.units import split_list
 
+    max_wall_h = parse_duration_hours(max_wall, "--max-wall")
+    if max_wall_h is not None and max_wall_h > 3650 * 24:
+        raise UsageError(f"--max-wall must be at most 3650 days (10 years), got {max_wall_h / 24:g} days")
     return validated(Constraints, dict(
         budget_usd=budget, deadline_hours=parse_duration_hours(deadline), providers=split_list(providers),
         exclude=split_list(exclude), kinds=split_list(kinds), regions=split_list(regions), gpus=split_list(gpu),
         max_gpus=max_gpus, no_spot=no_spot, min_confidence=min_confidence, max_price_age_days=max_price_age,
         allow_decentralized=allow_decentralized, allow_unclustered=allow_unclustered,
-        max_wall_hours=parse_duration_hours(max_wall, "--max-wall"),
+        max_wall_hours=max_wall_h,
     ), flags={"budget_usd": "--budget", "deadline_hours": "--deadline", "max_price_age_days": "--max-price-age",
               "gpus": "--gpu", "max_wall_hours": "--max-wall"})
 

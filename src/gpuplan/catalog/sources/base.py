@@ -155,7 +155,8 @@ def clean_text(v, limit: int) -> str:
     return _CONTROL.sub(" ", str(v or "")).strip()[:limit]
 
 
-PRICE_KEY_FIELDS = ("provider", "instance_type", "gpu", "region", "pricing", "commitment_term_h")
+# the node size is part of the key: a 1x and an 8x row of one instance name are different offers
+PRICE_KEY_FIELDS = ("provider", "instance_type", "gpu", "gpus_per_node", "region", "pricing", "commitment_term_h")
 SPOT_PAIRS = {"spot": ("on_demand",), "interruptible": ("community", "on_demand")}
 
 
@@ -246,11 +247,12 @@ def finalize_offers(offers: list[Offer], skipped: Counter) -> list[Offer]:
     base_price = {}
     for o in best.values():
         if o.pricing in ("on_demand", "community"):
-            base_price[(o.provider, o.instance_type, o.gpu, o.region, o.pricing)] = o.price_per_hour_usd
+            base_price[(o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, o.pricing)] = o.price_per_hour_usd
     out = []
     for o in best.values():
         if o.pricing in SPOT_PAIRS:
-            twins = [base_price.get((o.provider, o.instance_type, o.gpu, o.region, p)) for p in SPOT_PAIRS[o.pricing]]
+            twins = [base_price.get((o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, p))
+                     for p in SPOT_PAIRS[o.pricing]]
             twin = next((t for t in twins if t is not None), None)
             if twin is not None and o.price_per_hour_usd > twin * (1 + 1e-9):
                 skipped["spot above on-demand"] += 1
