@@ -186,7 +186,8 @@ def test_estimate_and_plan_search_the_same_layouts(catalog):
         assert e.step_time_s == pytest.approx(p.assumptions["step_time_s"], rel=1e-9), (p.provider, p.gpu, p.gpus)
         assert (e.layout.tp, e.layout.pp, e.layout.dp, e.layout.micro_batch) == \
             (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.micro_batch)
-        assert p.assumptions["memory_per_gpu_gb"] <= catalog.gpus[p.gpu].memory_gb * (1 - MEMORY_HEADROOM) + 1e-9
+        # memory_per_gpu_gb is decimal GB; device memory is memory_gb read as GiB (gpuplan.units)
+        assert p.assumptions["memory_per_gpu_gb"] * 1e9 <= catalog.gpus[p.gpu].memory_bytes * (1 - MEMORY_HEADROOM) + 1
 
 
 def test_global_batch_grows_with_model_size():

@@ -70,7 +70,8 @@ def test_memory_shortfall_reported():
     wl = finetuning("full", tokens=1e8, seq_len=4096)
     e = estimate_training("llama-3.1-70b", wl, "RTX-4090", 1)
     assert not e.fits
-    assert e.memory_shortfall_gb == pytest.approx(e.memory_per_gpu_gb - 24, rel=1e-6)
+    # memory_gb is read as GiB in every estimator (gpuplan.units): a 24 GB card holds 24 x 2^30 bytes
+    assert e.memory_shortfall_gb == pytest.approx(e.memory_per_gpu_gb - 24 * 2**30 / 1e9, rel=1e-6)
     assert e.memory_shortfall_gb > 100
     assert any("does not fit" in n for n in e.notes)
 

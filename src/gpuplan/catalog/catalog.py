@@ -5,6 +5,7 @@ Reads the user's store when it exists (live refreshes, imports), else the bundle
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import re
 from collections.abc import Iterable
 
@@ -39,11 +40,20 @@ def normalize_pricing(text: str) -> str:
 class Catalog:
     """GPUs, providers and offers; `origin` says where the offers came from."""
 
-    def __init__(self, gpus: dict[str, Gpu], providers: dict[str, Provider], offers: Iterable[Offer], origin: str):
+    def __init__(self, gpus: dict[str, Gpu], providers: dict[str, Provider], offers: Iterable[Offer], origin: str,
+                 *, deployability_applied: bool = False):
+        """`deployability_applied`: the offers already went through `with_deployability` (the store
+        fills it in while reading)."""
         from gpuplan.catalog.deployability import with_deployability
 
         self.gpus = gpus
-        self._offers = tuple(with_deployability(o) for o in offers)
+        was = gc.isenabled()
+        gc.disable()  # 100k surviving offers: the cyclic collector would rescan them for nothing
+        try:
+            self._offers = tuple(offers) if deployability_applied else tuple(with_deployability(o) for o in offers)
+        finally:
+            if was:
+                gc.enable()
         # A provider known only from the user's imports (a private cluster) is a provider like any
         # other, with every attribute unknown.
         missing = {o.provider for o in self._offers} - set(providers)
@@ -66,9 +76,9 @@ class Catalog:
                     raise
             else:
                 path = store.resolve_db_path(db)
-                offers = store.read_current_offers(path)
+                offers = store.read_current_offers(path, with_deployability=True)
                 if offers is not None:
-                    return cls(all_gpus(), providers, offers, origin=str(path))
+                    return cls(all_gpus(), providers, offers, origin=str(path), deployability_applied=True)
         return cls(all_gpus(), providers, load_bundled_offers(), origin="bundled")
 
     # ---- lookups ----------------------------------------------------------------------------

@@ -197,17 +197,47 @@ def with_deployability(offer):
     For the bundled catalog and live sources the instance-type row wins over the provider-level
     fabric label; for the user's own imports (confidence "user") only what they left empty is filled.
     """
-    d = lookup(offer.provider, offer.instance_type, offer.gpus_per_node)
+    update = deployability_update(offer.provider, offer.instance_type, offer.gpus_per_node,
+                                  offer.confidence == "user", offer.cluster, offer.fabric_gbps_per_node,
+                                  offer.max_nodes, offer.interconnect)
+    return _copy_with(offer, update) if update else offer
+
+
+@functools.lru_cache(maxsize=65536)
+def deployability_update(provider: str, instance_type: str, gpus_per_node: float | None, user: bool,
+                         cluster, fabric_gbps_per_node, max_nodes, interconnect) -> dict:
+    """The fields `with_deployability` changes on an offer with these values (empty: none); cached,
+    since a large catalog repeats a few hundred instance types. Treat the result as read-only."""
+    d = lookup(provider, instance_type, gpus_per_node)
     if d is UNKNOWN:
-        return offer
-    user = offer.confidence == "user"
+        return {}
+    have = {"cluster": cluster, "fabric_gbps_per_node": fabric_gbps_per_node, "max_nodes": max_nodes,
+            "interconnect": interconnect}
     update = {}
     for field, value in (("cluster", d.cluster), ("fabric_gbps_per_node", d.fabric_gbps_per_node),
                          ("max_nodes", d.max_nodes), ("interconnect", d.fabric)):
         if value is None:
             continue
-        if user and getattr(offer, field) is not None:
+        if user and have[field] is not None:
             continue
-        if getattr(offer, field) != value:
+        if have[field] != value:
             update[field] = value
-    return offer.model_copy(update=update) if update else offer
+    return update
+
+
+_object_setattr = object.__setattr__
+
+
+def _copy_with(offer, update: dict):
+    """`offer.model_copy(update=update)` without pydantic's generic copy machinery (same result:
+    a shallow copy of the fields with `update` applied, no validation)."""
+    cls = type(offer)
+    new = cls.__new__(cls)
+    d = dict(offer.__dict__)
+    d.update(update)
+    _object_setattr(new, "__dict__", d)
+    _object_setattr(new, "__pydantic_extra__", None if offer.__pydantic_extra__ is None
+                    else dict(offer.__pydantic_extra__))
+    _object_setattr(new, "__pydantic_fields_set__", set(offer.__pydantic_fields_set__) | update.keys())
+    _object_setattr(new, "__pydantic_private__", getattr(offer, "__pydantic_private__", None))
+    return new

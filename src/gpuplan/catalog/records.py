@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuplan.errors import UsageError
+from gpuplan.units import gpu_memory_bytes
 
 ProviderKind = Literal["hyperscaler", "neocloud", "marketplace", "decentralized"]
 PricingType = Literal["on_demand", "spot", "reserved", "community", "interruptible"]
@@ -49,7 +50,8 @@ class Gpu(BaseModel):
 
     @property
     def memory_bytes(self) -> float:
-        return self.memory_gb * 1e9
+        """Device memory in bytes: `memory_gb` is read as GiB (gpuplan.units explains why)."""
+        return gpu_memory_bytes(self.memory_gb)
 
     @property
     def mem_bw_bytes_per_s(self) -> float:

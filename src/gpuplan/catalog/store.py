@@ -18,7 +18,9 @@ prune write, and on such a store they fail in one line before doing any work.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import gc
 import hashlib
 import json
 import os
@@ -186,14 +188,54 @@ def _offer_tuple(o: Offer, snapshot_id: int) -> tuple:
             None if o.cluster is None else int(o.cluster), o.fabric_gbps_per_node, o.max_nodes)
 
 
-def _row_offer(row: tuple) -> Offer:
+@contextlib.contextmanager
+def _no_gc():
+    """Reading 100k offers allocates 100k objects that all survive: the cyclic collector would scan
+    them over and over (a third of the read time) and find nothing to free. Nested uses are fine."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+_object_setattr = object.__setattr__
+_OFFER_NEW = Offer.__new__
+_FAST_CONSTRUCT = (OFFER_COLUMNS == tuple(Offer.model_fields) and Offer.__pydantic_post_init__ is None
+                   and not Offer.__private_attributes__ and Offer.model_config.get("extra") in (None, "ignore"))
+
+
+def _row_offer(row: tuple, _dates: dict | None = None, _deployability: Callable | None = None) -> Offer:
     """Rows were validated as Offers when written and the schema enforces the invariants;
-    constructing without re-validation keeps reads fast."""
+    constructing without re-validation keeps reads fast. The result is what
+    `Offer.model_construct(**row)` builds (every field set), assembled directly: pydantic's
+    generic construct costs ~40 us per offer, which a 100k-offer store pays 100k times."""
     d = dict(zip(OFFER_COLUMNS, row))
-    d["as_of"] = dt.date.fromisoformat(d["as_of"])
-    if d.get("cluster") is not None:
+    as_of = d["as_of"]
+    if _dates is None:
+        d["as_of"] = dt.date.fromisoformat(as_of)
+    else:
+        day = _dates.get(as_of)
+        if day is None:
+            day = _dates[as_of] = dt.date.fromisoformat(as_of)
+        d["as_of"] = day
+    if d["cluster"] is not None:
         d["cluster"] = bool(d["cluster"])
-    return Offer.model_construct(**d)
+    if _deployability is not None:  # what catalog.deployability.with_deployability would change
+        update = _deployability(d["provider"], d["instance_type"], d["gpus_per_node"], d["confidence"] == "user",
+                                d["cluster"], d["fabric_gbps_per_node"], d["max_nodes"], d["interconnect"])
+        if update:
+            d.update(update)
+    if not _FAST_CONSTRUCT:  # pragma: no cover - a records change this shortcut does not know
+        return Offer.model_construct(**d)
+    o = _OFFER_NEW(Offer)
+    _object_setattr(o, "__dict__", d)
+    _object_setattr(o, "__pydantic_fields_set__", set(OFFER_COLUMNS))
+    _object_setattr(o, "__pydantic_extra__", None)
+    _object_setattr(o, "__pydantic_private__", None)
+    return o
 
 
 def _on_readonly_fs(path: pathlib.Path) -> bool:
@@ -500,16 +542,47 @@ class Store:
             "SELECT source, MAX(id) FROM snapshots WHERE status = 'complete' GROUP BY source").fetchall()
         return dict(rows)
 
-    def snapshot_offers(self, sid: int) -> list[Offer]:
+    def snapshot_offers(self, sid: int, *, with_deployability: bool = False, gpus: Iterable[str] | None = None,
+                        providers: Iterable[str] | None = None) -> list[Offer]:
+        """One snapshot's offers as stored, in order; only those on `gpus` / at `providers` when given.
+        `with_deployability`: as `deployability.with_deployability` completes them (what the catalog
+        shows), filled in while reading instead of copied after."""
         cols = ", ".join(self._columns)
-        return [_row_offer(r) for r in self.conn.execute(
-            f"SELECT {cols} FROM offers WHERE snapshot_id = ? ORDER BY rowid", (sid,))]
+        where, args = "snapshot_id = ?", [sid]
+        for column, values in (("gpu", gpus), ("provider", providers)):
+            if values is not None:
+                values = sorted(set(values))
+                where += f" AND {column} IN ({', '.join('?' * len(values))})"
+                args.extend(values)
+        dates: dict = {}  # dt.date objects are immutable: one per distinct day
+        fill = None
+        if with_deployability:
+            from gpuplan.catalog.deployability import deployability_update as fill
+        with _no_gc():
+            return [_row_offer(r, dates, fill) for r in self.conn.execute(
+                f"SELECT {cols} FROM offers WHERE {where} ORDER BY rowid", args)]
 
-    def current_offers(self) -> list[Offer]:
-        """The newest complete snapshot of every source, merged (see `merge_current`)."""
+    def current_offers(self, *, with_deployability: bool = False, gpus: Iterable[str] | None = None,
+                       providers: Iterable[str] | None = None) -> list[Offer]:
+        """The newest complete snapshot of every source, merged (see `merge_current`).
+
+        Merging reads no deployability field, so filling them first changes nothing else; and it
+        compares offers only within one (provider, GPU), so reading only some GPUs or providers gives
+        exactly those of the full merge, in the same order."""
         latest = self.latest_complete()
-        groups = {src: self.snapshot_offers(sid) for src, sid in latest.items()}
-        return merge_current(groups)
+        with _no_gc():
+            groups = {src: self.snapshot_offers(sid, with_deployability=with_deployability, gpus=gpus,
+                                                providers=providers)
+                      for src, sid in latest.items()}
+            return merge_current(groups)
+
+    def current_providers(self) -> set[str]:
+        """The providers of `current_offers()` (merging drops offers, never a provider's last one)."""
+        ids = list(self.latest_complete().values())
+        if not ids:
+            return set()
+        return {r[0] for r in self.conn.execute(
+            f"SELECT DISTINCT provider FROM offers WHERE snapshot_id IN ({', '.join('?' * len(ids))})", ids)}
 
     def sources(self) -> list[dict[str, Any]]:
         """One row per source: its newest complete snapshot, its last attempt, age and staleness."""
@@ -708,6 +781,7 @@ class Store:
         client = client or make_client()
         jobs: queue.SimpleQueue = queue.SimpleQueue()
         done: queue.SimpleQueue = queue.SimpleQueue()
+        started: set[str] = set()
         for src in todo:
             jobs.put(src)
 
@@ -717,6 +791,7 @@ class Store:
                     src = jobs.get_nowait()
                 except queue.Empty:
                     return
+                started.add(src.name)
                 t0 = time.perf_counter()
                 try:
                     result, exc = src.fetch(client), None
@@ -752,7 +827,8 @@ class Store:
                     on_progress(src.name, out)
             for src in todo:
                 if src.name in pending:
-                    out = self._failed(src.name, f"no answer within the {deadline_s:g} s refresh deadline; "
+                    what = "no answer within" if src.name in started else "not started before"
+                    out = self._failed(src.name, f"{what} the {deadline_s:g} s refresh deadline; "
                                                  f"kept the previous data (raise it with --timeout)", scrub)
                     out.elapsed_s = time.perf_counter() - t_start
                     outcomes[src.name] = out
@@ -833,8 +909,9 @@ def merge_current(groups: Mapping[str, list[Offer]]) -> list[Offer]:
     best: dict[tuple, tuple[tuple, Offer]] = {}
     live_triples: set[tuple] = set()
     for source in sorted(groups):
+        user = source.startswith(USER_PREFIX)
         for o in groups[source]:
-            rank = _source_rank(source, o)
+            rank = 3 if user else 2 if o.confidence == "live" else 1  # _source_rank, inlined
             if rank == 2:
                 live_triples.add((o.provider, o.gpu, o.pricing))
             key = (o.provider, o.instance_type, o.gpu, o.region, o.pricing, o.commitment_term_h)
@@ -852,11 +929,24 @@ def open_store(db: str | os.PathLike | None = None, **kw) -> Store:
     return Store(resolve_db_path(db), **kw)
 
 
-def read_current_offers(path: str | os.PathLike) -> list[Offer] | None:
+def read_current_offers(path: str | os.PathLike, *, with_deployability: bool = False,
+                        gpus: Iterable[str] | None = None, providers: Iterable[str] | None = None
+                        ) -> list[Offer] | None:
     """Offers from the newest complete snapshot of each source, merged; None when there is
-    no store file (the caller then uses the bundled catalog)."""
+    no store file (the caller then uses the bundled catalog). `with_deployability`, `gpus`,
+    `providers`: see `Store.current_offers`."""
     p = pathlib.Path(path)
     if not p.exists() and not os.path.lexists(p):
         return None
     with Store(p) as s:  # a broken symlink or loop is refused in one line, not taken for "no store"
-        return s.current_offers()
+        return s.current_offers(with_deployability=with_deployability, gpus=gpus, providers=providers)
+
+
+def read_current_providers(path: str | os.PathLike) -> set[str] | None:
+    """The providers of `read_current_offers(path)`, without reading the offers; None when there is
+    no store file."""
+    p = pathlib.Path(path)
+    if not p.exists() and not os.path.lexists(p):
+        return None
+    with Store(p) as s:
+        return s.current_providers()

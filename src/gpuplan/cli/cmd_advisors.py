@@ -152,6 +152,7 @@ def testtime_command(
     discrimination: Annotated[float, typer.Option("--discrimination", help="Slope a of the 2PL logistic.")] = 1.0,
     limit: Annotated[int, typer.Option("--limit", help="Table rows to show, in file order (0 = all); --json always has every query.")] = TESTTIME_TABLE_ROWS,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Attempts per query that maximise expected solved queries within a budget."""
     from gpuplan.economics.testtime import allocate_attempts, load_queries
@@ -167,6 +168,11 @@ def testtime_command(
         from gpuplan.cli.output import print_json
 
         print_json(res)
+        return
+    if as_csv:  # every query, like --json
+        from gpuplan.cli.output import print_csv
+
+        print_csv([r.model_dump() for r in res.queries])
         return
     from gpuplan.cli.output import print_table
 
@@ -220,6 +226,7 @@ def own_vs_rent_command(
     interest_rate: Annotated[Optional[float], typer.Option("--interest-rate", help="Cost of capital per year (default 0).")] = None,
     rent: Annotated[Optional[list[float]], typer.Option("--rent-usd-per-gpu-hour", help="Rental price to compare (repeatable); default: catalog cheapest and median on-demand.")] = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Amortised $/GPU-hour of owning vs renting; break-even utilisation and payback."""
     from gpuplan.catalog.gpus import get_gpu
@@ -244,6 +251,12 @@ def own_vs_rent_command(
         from gpuplan.cli.output import print_json
 
         print_json({**res.model_dump(), "rent_source": rent_source})
+        return
+    if as_csv:  # one row per rental price compared
+        from gpuplan.cli.output import print_csv
+
+        print_csv([{"gpu": res.gpu, "owned_usd_per_gpu_hour": res.owned_usd_per_gpu_hour, **c.model_dump(),
+                    "rent_source": rent_source} for c in res.comparisons])
         return
     from gpuplan.cli.output import fmt_usd, print_table
 
@@ -270,6 +283,7 @@ def own_vs_rent_command(
 def thresholds_command(
     flops: Annotated[Optional[str], typer.Option("--flops", help="Training FLOPs to check (e.g. 3.8e25).")] = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Regulatory training-compute thresholds (EU AI Act, California SB 53, US EO 14110), as information."""
     from gpuplan.economics.thresholds import check_thresholds, list_thresholds
@@ -283,6 +297,11 @@ def thresholds_command(
         from gpuplan.cli.output import print_json
 
         print_json(rows)
+        return
+    if as_csv:
+        from gpuplan.cli.output import print_csv
+
+        print_csv(rows)
         return
     from gpuplan.cli.output import print_table
 

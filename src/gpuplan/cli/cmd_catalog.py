@@ -77,6 +77,7 @@ def refresh_cmd(
 def status_cmd(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="print as JSON"),
+    as_csv: bool = typer.Option(False, "--csv", help="print the sources as CSV"),
 ) -> None:
     """Each source: last good refresh, its age, offer count, stale flag and the last error."""
     from gpuplan.cli.output import print_json, print_table
@@ -87,6 +88,11 @@ def status_cmd(
         path = str(store.path)
     if as_json:
         print_json({"db": path, "sources": rows, "totals": counts})
+        return
+    if as_csv:
+        from gpuplan.cli.output import print_csv
+
+        print_csv(rows)
         return
     for r in rows:
         r["age"] = _age(r["age_h"])
@@ -125,6 +131,7 @@ def history_cmd(
     pricing: Optional[str] = typer.Option(None, "--pricing", help="on_demand, spot, reserved, community or interruptible"),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="print as JSON"),
+    as_csv: bool = typer.Option(False, "--csv", help="print the price points as CSV"),
 ) -> None:
     """Min and median price per GPU-hour over time, per provider and pricing type."""
     from rich.console import Console
@@ -146,6 +153,11 @@ def history_cmd(
         rows = store.history(gid, provider, pricing)
     if as_json:
         print_json({"gpu": gid, "provider": provider, "pricing": pricing, "points": rows})
+        return
+    if as_csv:
+        from gpuplan.cli.output import print_csv
+
+        print_csv([{"gpu": gid, **r} for r in rows])
         return
     if not rows:
         Console().print(f"no stored prices for {gid}" + (f" at {provider}" if provider else "")
@@ -179,12 +191,18 @@ def import_cmd(
     file: str = typer.Argument(..., help="CSV or YAML of offers (the columns `catalog export` writes)"),
     name: Optional[str] = typer.Option(None, "--name", help="import name; the source becomes user:<name> (default: file name)"),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print what was imported as JSON"),
 ) -> None:
     """Add your own offers (negotiated prices, a private cluster); re-importing a name replaces it."""
     from gpuplan.catalog.imports import import_offers
 
     with _store(db, write=True) as store:
         snap = import_offers(store, file, name)
+    if as_json:
+        from gpuplan.cli.output import print_json
+
+        print_json({"source": snap.source, "snapshot": snap.id, "rows_added": snap.rows_added})
+        return
     typer.echo(f"imported {snap.rows_added} offers as source {snap.source} (snapshot {snap.id})")
 
 

@@ -7,7 +7,7 @@ import typer
 
 from gpuplan.cli.app import plan_app
 from gpuplan.cli.options import (
-    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
+    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, CsvOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
     KindsOpt, LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt,
     ProvidersOpt, RegionsOpt, constraints_from_options, validated,
 )
@@ -91,7 +91,7 @@ def plan_train(
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
     max_price_age: MaxPriceAgeOpt = None, allow_decentralized: AllowDecentralizedOpt = False,
     allow_unclustered: AllowUnclusteredOpt = False, max_wall: MaxWallOpt = None, all_rows: AllRowsOpt = False,
-    limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
+    limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False, as_csv: CsvOpt = False,
 ) -> None:
     """Rank every training offer by total cost, time and risk, with p10-p90 bands."""
     from gpuplan.catalog.catalog import Catalog
@@ -104,6 +104,10 @@ def plan_train(
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
                          precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows)
     result = plan_training(req, Catalog.load(db))
+    if as_csv and not as_json:
+        from gpuplan.cli.plan_csv import print_plan_csv
+
+        return print_plan_csv(result)
     render_plan_result(result, as_json)
 
 
@@ -119,6 +123,7 @@ def plan_serve(
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
     max_price_age: MaxPriceAgeOpt = None, limit: LimitOpt = 15, db: DbOpt = None, as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Rank every offer for serving a traffic profile: GPUs needed, monthly cost, $/M tokens, latency."""
     from gpuplan.catalog.catalog import Catalog
@@ -131,6 +136,10 @@ def plan_serve(
                          requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
                          constraints, limit, offline=offline, redundancy=not no_redundancy, all_rows=all_rows)
     result = plan_serving(req, Catalog.load(db))
+    if as_csv and not as_json:
+        from gpuplan.cli.plan_csv import print_plan_csv
+
+        return print_plan_csv(result)
     render_plan_result(result, as_json)
 
 

@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         # Without standalone mode click returns a command's typer.Exit code instead of raising it.
-        code = app(args=argv, standalone_mode=False)
+        # prog_name fixed: completion scripts and usage lines say `gpuplan` however it was started.
+        code = app(args=argv, prog_name="gpuplan", standalone_mode=False)
     except GpuplanError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
@@ -44,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         # stopped reading, which is not a failure.
         if _is_broken_pipe(e.__context__):
             return _quiet_broken_pipe()
-        raise
+        if e.code is None or isinstance(e.code, int):  # e.g. --show-completion exits through sys.exit
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

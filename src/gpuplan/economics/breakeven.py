@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gpuplan.errors import UsageError
+from gpuplan.units import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 
 
 class CostCurve(BaseModel):

@@ -23,8 +23,8 @@ from gpuplan.economics import checkpoint as ckpt
 from gpuplan.economics import preemption
 from gpuplan.economics.checkpoint import as_array, as_float
 from gpuplan.errors import UsageError
+from gpuplan.units import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_BILLING_INCREMENT_S = 3600.0  # unknown granularity: assume hourly (the costly case)
 MAX_PRICE_PER_HOUR_USD = 1e6
 

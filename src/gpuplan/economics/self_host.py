@@ -11,6 +11,7 @@ import statistics
 from typing import Any
 
 from gpuplan.errors import GpuplanError, UsageError
+from gpuplan.units import HOURS_PER_MONTH
 
 REPLICA_SIZES = (1, 2, 4, 8, 16, 32, 64)  # GPUs per serving replica; > 8 means a multi-node replica (TP x PP/EP)
 
@@ -106,7 +107,7 @@ def compare_self_host_to_apis(
             plans[key] = _plan(spec, g.id, input_len, output_len, demand, pf, ttft_ms, tpot_ms, util, engine,
                                precision)
         plan = plans[key]
-        return plan, plan.per_replica_output_tokens_per_s * 3600 * 730 * tokens_per_output
+        return plan, plan.per_replica_output_tokens_per_s * 3600 * HOURS_PER_MONTH * tokens_per_output
 
     plan, capacity = capacity_at(peak, ttft, tpot)
     unit_usd = monthly_gpu_cost(plan.gpus_per_replica, price)

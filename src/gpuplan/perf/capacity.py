@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.perf.inference_estimate import TP_CHOICES, ServingEstimate, _check_int, _check_pos, estimate_serving
+from gpuplan.units import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_TARGET_UTILIZATION = 0.8
 
 

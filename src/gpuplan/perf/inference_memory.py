@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM
-
-GIB = 2**30
+from gpuplan.units import GIB, gpu_memory_bytes  # noqa: F401  (GIB re-exported: mem.GIB)
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def activation_bytes_per_gpu(shape: ModelShape, tp: int, batched_tokens: int, ma
 
 
 def device_memory_bytes(gpu) -> float:
-    return gpu.memory_gb * GIB
+    return gpu_memory_bytes(gpu.memory_gb)
 
 
 def kv_available_bytes_per_gpu(gpu, weights_gpu: float, overhead_gpu: float, fraction: float, of: str) -> float:

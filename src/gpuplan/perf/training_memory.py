@@ -19,8 +19,7 @@ import numpy as np
 
 from gpuplan.perf.training_shape import ModelShape
 from gpuplan.perf.workload import TrainingWorkload
-
-GIB = 2**30
+from gpuplan.units import GIB
 # CUDA context + cuBLAS/cuDNN workspaces + allocator fragmentation (single GPU), plus NCCL
 # communicator buffers when there is more than one GPU. The cookbook sees ~5 GiB it cannot
 # attribute in Megatron-DeepSpeed; gpu_poor uses 0.65 GiB of context on consumer cards.

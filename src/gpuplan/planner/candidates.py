@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
+import functools
+import gc
+import threading
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.catalog import Catalog
@@ -10,6 +14,40 @@ from gpuplan.catalog.records import CONFIDENCE_RANK, Gpu, Offer, Provider
 from gpuplan.planner.requests import Constraints
 
 DEFAULT_MAX_GPUS = 16_384
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection while planning. A large catalog keeps ~10^6 objects alive and the
+    planner allocates hundreds of thousands of short-lived ones (freed by reference counting): each
+    full collection would rescan the catalog for nothing, a third of a plan's time at 100k offers.
+    Re-entrant and thread-safe: collection resumes when the last concurrent plan ends."""
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def without_gc(fn):
+    """Run `fn` inside `gc_paused()`."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with gc_paused():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 @dataclass

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuplan.units import SECONDS_PER_MONTH
+
 MAX_GPUS_LIMIT = 131_072
 
 
@@ -147,4 +149,4 @@ class ServePlanRequest(ModelChoice):
     def average_requests_per_s(self) -> float:
         if self.requests_per_s is not None:
             return self.requests_per_s
-        return self.tokens_per_month / (self.input_len + self.output_len) / (730 * 3600)
+        return self.tokens_per_month / (self.input_len + self.output_len) / SECONDS_PER_MONTH

@@ -14,7 +14,7 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import filter_offers
+from gpuplan.planner.candidates import filter_offers, without_gc
 from gpuplan.planner.distinct import collapse, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
@@ -22,9 +22,9 @@ from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
 from gpuplan.planner.uncertainty import (ties_line, Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ranking_cost,
-                                         serving_band, vendor_band)
+                                         ranking_z, serving_band, vendor_band)
+from gpuplan.units import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 HOST_RAM_BASE_GB = 8.0  # OS, CUDA context and the engine besides the weights loaded through host memory
 # Ranking favours offers near users: each 100 ms of round trip beyond a 50 ms budget costs as much
 # as 25% more spend (an interactive user notices 100 ms on every request). A stated preference, not a
@@ -35,11 +35,11 @@ RTT_PENALTY_PER_100MS = 0.25
 EGRESS_BYTES_PER_OUTPUT_TOKEN = 4.0
 
 
+@without_gc
 def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanResult:
     """Every offer that can serve the traffic within the targets, ranked by the 75th percentile of
     its cost band (near users first when users are given)."""
     from gpuplan.catalog.capabilities import resolve_serving
-    from gpuplan.economics.preemption import interruption_rate_per_node_hour, restart_hours
     from gpuplan.perf.capacity import Targets, make_traffic, plan_capacity
 
     catalog = catalog or Catalog.load()
@@ -69,58 +69,53 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
 
     plans: list[dict[str, Any]] = []
     hours = HOURS_PER_MONTH * req.horizon_months
+    # A large catalog repeats a few hundred offer types across regions, prices and dates: what depends
+    # only on the offer's type is worked out once per type, what depends on its date once per date.
+    classes: dict[tuple, Any] = {}
+    rtts: dict[str, float | None] = {}
+    spreads: dict[tuple, tuple] = {}
+    risks: dict[tuple, tuple] = {}
     for o in cands.offers:
-        res = support[o.gpu]
-        if not res.ok:
-            rejected[f"{req.engine} cannot serve {precision} on this GPU"] += 1
+        ckey = (o.gpu, o.commitment_term_h, o.gpus_per_node, o.provider, o.ram_gb, o.pricing)
+        c = classes.get(ckey)
+        if c is None:
+            c = classes[ckey] = _serving_class(o, support, capacity, catalog, model, req, precision, hours)
+        if isinstance(c, str):
+            rejected[c] += 1
             continue
-        cap = capacity[o.gpu]
-        if isinstance(cap, GpuplanError) or not cap.feasible:
-            rejected["model does not fit or misses the latency targets on this GPU"] += 1
-            continue
-        if o.commitment_term_h and o.commitment_term_h > hours:
-            rejected["reserved term longer than the serving horizon"] += 1
-            continue
-        layout = _fit_replicas_on_node(cap, o.gpus_per_node)
-        if layout is None:
-            rejected["replica needs more GPUs than one node has"] += 1
-            continue
-        tp, replicas, per_replica_tok_s = layout
-        provider = catalog.provider_record(o.provider)
-        if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + _weights_gb(model, res.precision):
-            rejected["host RAM too small to load the model's weights"] += 1
-            continue
-        lam = interruption_rate_per_node_hour(provider.kind, o.pricing)
-        spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
-        per_node = max(1, int(o.gpus_per_node // tp))
-        if req.redundancy:
-            spare = max(spare, 1)
-        replicas_total = replicas + spare
-        nodes = math.ceil(replicas_total / per_node)
-        if req.redundancy and nodes < 2:
-            nodes = 2  # the spare replica lives on another host: one host's failure leaves the peak served
-            replicas_total = nodes * per_node
-            spare = replicas_total - replicas
-        gpus = int(nodes * o.gpus_per_node)
+        (res, cap, tp, replicas, per_replica_tok_s, provider, lam, spare, availability, replicas_total, nodes, gpus,
+         out_tokens, egress, p90_share, vb) = c
         compute = nodes * o.price_per_hour_usd * hours
-        out_tokens = cap.output_tokens_per_month * req.horizon_months
-        egress_rate = provider.egress_usd_per_gb or 0.0
-        egress = out_tokens * EGRESS_BYTES_PER_OUTPUT_TOKEN / 1e9 * egress_rate
         cost = compute + egress
         # p90: a bad month of interruptions also leaves capacity short; priced as on-demand cover.
-        p90_extra = compute * _interruption_p90_share(lam, nodes, hours, restart_hours(provider.kind, o.pricing))
-        rtt = worst_rtt_ms(o.region, req.users) if req.users else None
-        vb = vendor_band(o.gpu, "serving")
-        spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
-        risk, notes = _serving_risk(o, provider, lam, rtt, spare)
-        notes = list(res.notes) + notes
-        if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
-            notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
-        rc = float(ranking_cost(compute, egress, spread.cost)) + p90_extra * 0.5
+        p90_extra = compute * p90_share
+        if req.users:
+            if o.region not in rtts:
+                rtts[o.region] = worst_rtt_ms(o.region, req.users)
+            rtt = rtts[o.region]
+        else:
+            rtt = None
+        skey = (o.gpu, o.confidence, o.as_of)
+        sp = spreads.get(skey)
+        if sp is None:
+            spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
+            sp = spreads[skey] = (spread, np.exp(ranking_z() * np.asarray(spread.cost)))
+        spread, rank_factor = sp
+        rkey = (ckey, o.as_of, o.confidence, rtt)
+        rn = risks.get(rkey)
+        if rn is None:
+            risk, notes = _serving_risk(o, provider, lam, rtt, spare)
+            notes = list(res.notes) + notes
+            if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
+                notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
+            rn = risks[rkey] = (risk, notes)
+        risk, notes = rn
+        # ranking_cost(compute, egress, spread.cost), its exponential shared per spread
+        rc = float(np.asarray(compute) * rank_factor + np.asarray(egress)) + p90_extra * 0.5
         plans.append(dict(
             offer=o, provider=provider, tp=tp, replicas=replicas_total, nodes=nodes, gpus=gpus,
             compute=compute, egress=egress, cost=cost, cost_p90_extra=p90_extra, out_tokens=out_tokens,
-            tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=notes, spare=spare,
+            tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=list(notes), spare=spare,
             availability=availability, lam=lam, cap=cap, spread=spread, vendor=vb, precision=res.precision,
             rank_cost=rc, score=rc * (1 + _rtt_penalty(rtt, bool(req.users))),
         ))
@@ -183,6 +178,47 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "ranking": "75th percentile of each plan's cost band; ties_first marks bands overlapping #1's",
         },
     )
+
+
+def _serving_class(o, support, capacity, catalog, model, req, precision: str, hours: float):
+    """What a plan for offer `o` takes from its type (GPU, GPUs per node, provider, pricing, term, host
+    RAM): the replicas, nodes and rates, or why offers of this type cannot serve."""
+    from gpuplan.economics.preemption import interruption_rate_per_node_hour, restart_hours
+
+    res = support[o.gpu]
+    if not res.ok:
+        return f"{req.engine} cannot serve {precision} on this GPU"
+    cap = capacity[o.gpu]
+    if isinstance(cap, GpuplanError) or not cap.feasible:
+        return "model does not fit or misses the latency targets on this GPU"
+    if o.commitment_term_h and o.commitment_term_h > hours:
+        return "reserved term longer than the serving horizon"
+    layout = _fit_replicas_on_node(cap, o.gpus_per_node)
+    if layout is None:
+        return "replica needs more GPUs than one node has"
+    tp, replicas, per_replica_tok_s = layout
+    provider = catalog.provider_record(o.provider)
+    if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + _weights_gb(model, res.precision):
+        return "host RAM too small to load the model's weights"
+    lam = interruption_rate_per_node_hour(provider.kind, o.pricing)
+    spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
+    per_node = max(1, int(o.gpus_per_node // tp))
+    if req.redundancy:
+        spare = max(spare, 1)
+    replicas_total = replicas + spare
+    nodes = math.ceil(replicas_total / per_node)
+    if req.redundancy and nodes < 2:
+        nodes = 2  # the spare replica lives on another host: one host's failure leaves the peak served
+        replicas_total = nodes * per_node
+        spare = replicas_total - replicas
+    gpus = int(nodes * o.gpus_per_node)
+    out_tokens = cap.output_tokens_per_month * req.horizon_months
+    egress_rate = provider.egress_usd_per_gb or 0.0
+    egress = out_tokens * EGRESS_BYTES_PER_OUTPUT_TOKEN / 1e9 * egress_rate
+    p90_share = _interruption_p90_share(lam, nodes, hours, restart_hours(provider.kind, o.pricing))
+    vb = vendor_band(o.gpu, "serving")
+    return (res, cap, tp, replicas, per_replica_tok_s, provider, lam, spare, availability, replicas_total, nodes,
+            gpus, out_tokens, egress, p90_share, vb)
 
 
 def _weights_gb(model, precision: str) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers
+from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers, without_gc
 from gpuplan.planner.distinct import collapse, where_label
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
@@ -58,6 +58,7 @@ def _workload(req: TrainPlanRequest, model):
     return with_model_defaults(wl, model)
 
 
+@without_gc
 def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> PlanResult:
     """Every offer that can train the model within the constraints, ranked by the 75th percentile
     of its cost band (expected cost shown beside it)."""
@@ -84,17 +85,25 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
 
     # One estimator call per (GPUs per node, network per GPU, precision run, attention kernel):
     # all GPU types and node counts at once.
+    # A large catalog repeats a few hundred offer types across regions and prices: what depends only
+    # on the GPU, or only on the offer's fabric fields, is worked out once and shared.
     groups: dict[tuple, list] = collections.defaultdict(list)
+    resolutions: dict[str, Any] = {}
+    networks: dict[tuple, Network] = {}
     for o in cands.offers:
         if o.gpus_per_node < 1 or o.gpus_per_node != int(o.gpus_per_node):
             rejected["fractional GPU offer"] += 1
             continue
-        gpu = catalog.gpus[o.gpu]
-        res = resolve_training(gpu, req.precision)
+        res = resolutions.get(o.gpu)
+        if res is None:
+            res = resolutions[o.gpu] = resolve_training(catalog.gpus[o.gpu], req.precision)
         if not res.ok:
             rejected[f"GPU cannot train in {req.precision}"] += 1
             continue
-        net = offer_network(o)
+        net_key = (o.interconnect, o.cluster, o.fabric_gbps_per_node, o.max_nodes)
+        net = networks.get(net_key)
+        if net is None:
+            net = networks[net_key] = offer_network(o)
         gpn = int(o.gpus_per_node)
         groups[(gpn, round(net.gbps_per_gpu(gpn), 6), res.precision, res.flash_attention)].append((o, res, net))
 
@@ -111,35 +120,20 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
         grid = estimate_training_grid(model, wl, gpu_ids, node_counts * gpn, inter_node_gbps_per_gpu=gbps,
                                       gpus_per_node=gpn, goodput=base_goodput)
         row_of = {g: i for i, g in enumerate(grid.gpu_ids)}
-        pending = []  # (offer, ..., usable node-count indices): priced together below
+        pending = []  # (offer, its class): priced together below
+        # Everything up to the price depends on the offer only through these fields (the price enters
+        # linearly, in _price_candidates): offers that differ in region or price share one class.
+        classes: dict[tuple, Any] = {}
         for o, res, net in items:
-            provider = catalog.provider_record(o.provider)
-            gpu = catalog.gpus[o.gpu]
-            i = row_of[o.gpu]
-            allowed, reason = _deployable_counts(grid.fits[i], node_counts, o, provider, gpu, net, cons, weights_gb)
-            if reason:
-                rejected[reason] += 1
+            ckey = (o.gpu, o.provider, o.pricing, o.max_nodes, o.ram_gb, o.commitment_term_h, net)
+            cls = classes.get(ckey)
+            if cls is None:
+                cls = classes[ckey] = _offer_class(o, res, net, catalog, grid, row_of, node_counts, gpn, cons,
+                                                   weights_gb, ckpt_bytes, failure_cache)
+            if isinstance(cls, str):
+                rejected[cls] += 1
                 continue
-            key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "")
-            if key not in failure_cache:
-                failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes, key[3])
-            fm = failure_cache[key]
-            usable = allowed & fm["stable"]
-            if not usable.any():
-                rejected[f"interrupted too often (wall > {MAX_WALL_OVER_STEADY:g}x steady state)"] += 1
-                continue
-            useful_h = np.where(usable, grid.wall_hours[i], np.nan)
-            wall_h = useful_h * fm["factor"]
-            usable &= wall_h <= ABSURD_WALL_HOURS
-            if not usable.any():
-                rejected["would take more than a century"] += 1
-                continue
-            if o.commitment_term_h:
-                usable &= wall_h >= o.commitment_term_h  # a reservation applies only to a run covering its term
-                if not usable.any():
-                    rejected["reserved term longer than the run"] += 1
-                    continue
-            pending.append((o, provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net))
+            pending.append((o, cls))
         rows.extend(_price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req))
 
     if not rows:
@@ -147,8 +141,9 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
 
     cost = np.array([r["compute"] + r["storage"] + r["egress"] for r in rows])
     wall = np.array([r["wall_h"] for r in rows])
+    bands: dict[str, Any] = {}
     for r in rows:
-        r["spread"] = _spread(r, regime)
+        r["spread"] = _spread(r, regime, bands)
     rank_cost = ranking_cost(np.array([r["compute"] for r in rows]),
                              np.array([r["storage"] + r["egress"] for r in rows]),
                              np.array([r["spread"].cost for r in rows]))
@@ -231,50 +226,112 @@ def _deployable_counts(fits: np.ndarray, node_counts: np.ndarray, o: Offer, prov
     return allowed, None
 
 
+class _OfferClass:
+    """What plan_training works out once for all offers of one class (see `_offer_class`)."""
+
+    __slots__ = ("provider", "gpu", "i", "fm", "k_idx", "wall_h", "useful_h", "res", "net")
+
+    def __init__(self, provider, gpu, i, fm, k_idx, wall_h, useful_h, res, net):
+        self.provider, self.gpu, self.i, self.fm, self.k_idx = provider, gpu, i, fm, k_idx
+        self.wall_h, self.useful_h, self.res, self.net = wall_h, useful_h, res, net
+
+
+def _offer_class(o: Offer, res, net: Network, catalog: Catalog, grid, row_of, node_counts, gpn: int, cons,
+                 weights_gb: float, ckpt_bytes: float, failure_cache: dict) -> "_OfferClass | str":
+    """The usable node counts and wall times of offers like `o`, or why they have none."""
+    provider = catalog.provider_record(o.provider)
+    gpu = catalog.gpus[o.gpu]
+    i = row_of[o.gpu]
+    allowed, reason = _deployable_counts(grid.fits[i], node_counts, o, provider, gpu, net, cons, weights_gb)
+    if reason:
+        return reason
+    key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "")
+    if key not in failure_cache:
+        failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes, key[3])
+    fm = failure_cache[key]
+    usable = allowed & fm["stable"]
+    if not usable.any():
+        return f"interrupted too often (wall > {MAX_WALL_OVER_STEADY:g}x steady state)"
+    useful_h = np.where(usable, grid.wall_hours[i], np.nan)
+    wall_h = useful_h * fm["factor"]
+    usable &= wall_h <= ABSURD_WALL_HOURS
+    if not usable.any():
+        return "would take more than a century"
+    if o.commitment_term_h:
+        usable &= wall_h >= o.commitment_term_h  # a reservation applies only to a run covering its term
+        if not usable.any():
+            return "reserved term longer than the run"
+    return _OfferClass(provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net)
+
+
 def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req) -> list[dict[str, Any]]:
-    """Bill every usable (offer, node count) of one group in one vectorised call, then keep per
-    offer the cheapest count that meets the target (the fastest when none does)."""
+    """Bill every usable (offer class, node count) of one group in one vectorised call, then keep per
+    offer the cheapest count that meets the target (the fastest when none does).
+
+    Billed hours do not depend on the price, so they are computed once per class; each offer's
+    compute cost is nodes x its price x billed hours, element by element as before."""
     from gpuplan.economics.run_cost import expected_billed_hours
 
     if not pending:
         return []
-    ks = [p[5] for p in pending]
-    wall = np.concatenate([p[6][k] for p, k in zip(pending, ks)])
-    useful = np.concatenate([p[7][k] for p, k in zip(pending, ks)])
-    mtbf = np.concatenate([p[4]["mtbf_h"][k] for p, k in zip(pending, ks)])
-    unbilled = np.concatenate([np.full(len(k), p[4]["unbilled_restart_h"]) for p, k in zip(pending, ks)])
-    preemptible = np.concatenate([np.full(len(k), p[4]["rate"] > 0) for p, k in zip(pending, ks)])
-    increment = np.concatenate([np.full(len(k), p[1].billing_increment_s or np.nan) for p, k in zip(pending, ks)])
-    minimum = np.concatenate([np.full(len(k), p[1].minimum_billing_s or 0.0) for p, k in zip(pending, ks)])
-    price = np.concatenate([np.full(len(k), p[0].price_per_hour_usd) for p, k in zip(pending, ks)])
+    members: dict[int, list] = {}  # id(class) -> [class, [offer positions in pending]]
+    for pos, (_o, cls) in enumerate(pending):
+        m = members.get(id(cls))
+        if m is None:
+            members[id(cls)] = [cls, [pos]]
+        else:
+            m[1].append(pos)
+    clss = [m[0] for m in members.values()]
+    ks = [c.k_idx for c in clss]
+    wall = np.concatenate([c.wall_h[k] for c, k in zip(clss, ks)])
+    useful = np.concatenate([c.useful_h[k] for c, k in zip(clss, ks)])
+    mtbf = np.concatenate([c.fm["mtbf_h"][k] for c, k in zip(clss, ks)])
+    unbilled = np.concatenate([np.full(len(k), c.fm["unbilled_restart_h"]) for c, k in zip(clss, ks)])
+    preemptible = np.concatenate([np.full(len(k), c.fm["rate"] > 0) for c, k in zip(clss, ks)])
+    increment = np.concatenate([np.full(len(k), c.provider.billing_increment_s or np.nan) for c, k in zip(clss, ks)])
+    minimum = np.concatenate([np.full(len(k), c.provider.minimum_billing_s or 0.0) for c, k in zip(clss, ks)])
     nodes = np.concatenate([node_counts[k] for k in ks]).astype(float)
     interruptions = wall / mtbf
     # Waiting for capacity that was taken back is not billed; reloading on held nodes is.
     billed_wall = np.maximum(wall - interruptions * unbilled, useful)
     segments = 1.0 + np.where(preemptible, interruptions, 0.0)  # each restart on new capacity bills anew
     billed = np.asarray(expected_billed_hours(billed_wall, increment, minimum, segments), dtype=float)
-    compute = nodes * price * billed
 
-    rows, start = [], 0
-    for (o, provider, gpu, i, fm, k_idx, _, _, res, net), k_all in zip(pending, ks):
+    params = model.total_params()
+    out: list[Any] = [None] * len(pending)
+    start = 0
+    for (cls, positions), k_all in zip(members.values(), ks):
         sl = slice(start, start + len(k_all))
         start += len(k_all)
-        w, c = wall[sl], compute[sl]
+        w = wall[sl]
+        prices = np.array([pending[p][0].price_per_hour_usd for p in positions], dtype=float)
+        c = nodes[sl][None, :] * prices[:, None] * billed[sl][None, :]
         meets = w <= target_h
-        pick = int(np.argmin(np.where(meets, c, np.inf))) if meets.any() else int(np.argmin(w))
-        k = int(k_all[pick])
-        j = sl.start + pick
-        storage, egress, notes = _storage_and_egress(ckpt_bytes, model.total_params(), req, provider, float(w[pick]))
-        rows.append(dict(
-            offer=o, provider=provider, gpu=gpu, grid=grid, i=i, rate=fm["rate"], restart_h=fm["restart_h"],
-            storage=storage, egress=egress, storage_notes=notes, k=k, nodes=int(node_counts[k]),
-            gpus=int(node_counts[k] * gpn), useful_h=float(useful[j]), wall_h=float(w[pick]),
-            billed_h=float(billed[j]), compute=float(c[pick]), mtbf_h=float(fm["mtbf_h"][k]),
-            delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]), factor=float(fm["factor"][k]),
-            saves_on_notice=bool(fm["saves_on_notice"][k]), notice_s=fm["notice_s"],
-            mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]), res=res, net=net,
-            ckpt_bytes=ckpt_bytes, gpn=gpn))
-    return rows
+        if meets.any():
+            picks = np.argmin(np.where(meets[None, :], c, np.inf), axis=1)
+        else:
+            picks = np.full(len(positions), int(np.argmin(w)))
+        fm = cls.fm
+        shared: dict[int, tuple] = {}
+        for row_i, (p, pick) in enumerate(zip(positions, picks.tolist())):
+            common = shared.get(pick)
+            if common is None:
+                k = int(k_all[pick])
+                j = sl.start + pick
+                storage, egress, notes = _storage_and_egress(ckpt_bytes, params, req, cls.provider, float(w[pick]))
+                common = shared[pick] = (storage, egress, notes, dict(
+                    provider=cls.provider, gpu=cls.gpu, grid=grid, i=cls.i, rate=fm["rate"],
+                    restart_h=fm["restart_h"], k=k, nodes=int(node_counts[k]), gpus=int(node_counts[k] * gpn),
+                    useful_h=float(useful[j]), wall_h=float(w[pick]), billed_h=float(billed[j]),
+                    mtbf_h=float(fm["mtbf_h"][k]), delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]),
+                    factor=float(fm["factor"][k]), saves_on_notice=bool(fm["saves_on_notice"][k]),
+                    notice_s=fm["notice_s"], mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]),
+                    res=cls.res, ckpt_bytes=ckpt_bytes, gpn=gpn))
+            storage, egress, notes, rest = common
+            o = pending[p][0]
+            out[p] = dict(offer=o, storage=storage, egress=egress, storage_notes=list(notes),
+                          compute=float(c[row_i, pick]), net=pending[p][1].net, **rest)
+    return out
 
 
 def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, pricing: str,
@@ -347,11 +404,25 @@ def _monte_carlo_samples(rows, indices, seed: int) -> dict[int, np.ndarray]:
     return out
 
 
-def _spread(r: dict[str, Any], regime: tuple[str, float, str]) -> Spread:
-    vb = vendor_band(r["offer"].gpu, "training")
+def _spread(r: dict[str, Any], regime: tuple[str, float, str], bands: dict[str, Any] | None = None) -> Spread:
+    """`bands`: vendor bands already looked up in this plan, per GPU id."""
+    gpu_id = r["offer"].gpu
+    vb = bands.get(gpu_id) if bands is not None else None
+    if vb is None:
+        vb = vendor_band(gpu_id, "training")
+        if bands is not None:
+            bands[gpu_id] = vb
     r["vendor"] = vb
+    o = r["offer"]
+    if bands is None:
+        ps = price_sigma(o)
+    else:  # the same for every offer of one confidence and date
+        pkey = (o.confidence, o.as_of)
+        ps = bands.get(pkey)
+        if ps is None:
+            ps = bands[pkey] = price_sigma(o)
     return Spread(estimator=regime[1], vendor=vb.sigma, network=network_sigma(r["net"].basis, r["nodes"] > 1),
-                  price=price_sigma(r["offer"]))
+                  price=ps)
 
 
 def _cost_at_rate(r: dict[str, Any], mult: float) -> float | None:

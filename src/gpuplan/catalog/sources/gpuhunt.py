@@ -27,7 +27,7 @@ import httpx
 
 from gpuplan.catalog.sources.base import OfferBuilder, SourceError, SourceResult, to_float, today_utc
 from gpuplan.catalog.sources.http import base_url, fetch_bytes, settings_of, where
-from gpuplan.catalog.sources.skypilot import read_csv_text
+from gpuplan.catalog.sources.skypilot import _aggregated, read_csv_text
 from gpuplan.catalog.sources.tables import keyed
 
 DEFAULT_URL = "https://dstack-gpu-pricing.s3.eu-west-1.amazonaws.com/v3"
@@ -99,7 +99,7 @@ class GpuhuntSource:
             raise SourceError(f"{where(zurl)} lacks column(s) {', '.join(missing)}: not a gpuhunt catalog")
         as_of = version_date(version) or today_utc()
         b = OfferBuilder(provider=self.provider, source=f"gpuhunt catalog v3/{self.slug}/{version}", as_of=as_of,
-                         confidence="primary", as_of_note=f"gpuhunt build {version}")
+                         confidence=_aggregated(), as_of_note=f"gpuhunt build {version}")
         cpu_only, multi_count = 0, self._multi_count_names(rows)
         for r in rows:
             count = to_float(r.get("gpu_count"))

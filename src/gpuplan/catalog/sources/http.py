@@ -76,8 +76,9 @@ def where(url: str) -> str:
 
 
 def fetch_bytes(client: httpx.Client, method: str, url: str, *, params: dict | None = None,
-                json_body: Any = None, headers: dict | None = None) -> bytes:
-    """The body of a successful answer, with retries; SourceError otherwise."""
+                json_body: Any = None, headers: dict | None = None, response_headers: dict | None = None) -> bytes:
+    """The body of a successful answer, with retries; SourceError otherwise. `response_headers`,
+    when given, receives the answer's headers (lower-case names), e.g. Last-Modified."""
     s = settings_of(client)
     delay = s.backoff_s
     last = "no attempt"
@@ -109,6 +110,8 @@ def fetch_bytes(client: httpx.Client, method: str, url: str, *, params: dict | N
                     if size > s.max_bytes:
                         raise SourceError(f"answer from {where(url)} exceeds the {s.max_bytes / 2**20:.3g} MiB cap; refused")
                     chunks.append(chunk)
+                if response_headers is not None:
+                    response_headers.update({k.lower(): v for k, v in r.headers.items()})
                 return b"".join(chunks)
         except httpx.TimeoutException:
             last = f"timed out after {s.timeout_s:g} s waiting for {where(url)}"

@@ -12,10 +12,10 @@ import httpx
 
 from gpuplan.catalog.sources.base import OfferBuilder, SourceError, SourceResult, to_float, today_utc
 from gpuplan.catalog.sources.http import base_url, expect, expect_key, fetch_json
+from gpuplan.units import GIB_TO_GB
 
 DEFAULT_URL = "https://cloud.lambdalabs.com"
 KEY = "LAMBDA_API_KEY"
-GIB_TO_GB = 2**30 / 1e9
 
 
 def gpu_name_of(itype: dict, name: str) -> tuple[str, float | None]:

@@ -4,21 +4,41 @@ Parsed by header name (column order differs per cloud and version). Handles the 
 providers.md §3: GCP GPU VMs are a host-only row plus separate GPU-price rows, joined here
 per zone (or region); `SpotPrice` empty or 0.00 means no spot; Vast rows are SkyPilot's
 median buckets, kept as 'community' listings; GpuInfo memory units differ per cloud.
+
+Dates and versions come from upstream, never from the clock:
+- the schema version is the one SkyPilot declares (`CATALOG_SCHEMA_VERSION` in
+  sky/skylet/constants.py, 'v8' in 2026) when the catalog is read from its public home; the
+  version column of sources/data/skypilot_clouds.csv is only the fallback (and clouds frozen
+  before v7, paperspace/do at v6, stay there, said so in the note);
+- `as_of` is the file's own date: a date column in the CSV when there is one, else the answer's
+  `Last-Modified` header (the S3 mirror sends it), else the last commit touching the file
+  (GitHub commits API). With none of these the rows are dated by the fetch and marked
+  'third-party' with a note saying the upstream date is unknown.
 """
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import email.utils
 import io
+import os
+import re
 
 import httpx
 
 from gpuplan.catalog.sources.base import OfferBuilder, SourceError, SourceResult, parse_gpuinfo, to_float, today_utc
-from gpuplan.catalog.sources.http import base_url, fetch_bytes, where
+from gpuplan.catalog.sources.http import base_url, fetch_bytes, fetch_json, where
 from gpuplan.catalog.sources.tables import keyed
+from gpuplan.units import GIB_TO_GB
 
 DEFAULT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
+CONSTANTS_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot/master/sky/skylet/constants.py"
+COMMITS_URL = "https://api.github.com/repos/skypilot-org/skypilot-catalog/commits"
+SCHEMA_RE = re.compile(r"""^CATALOG_SCHEMA_VERSION\s*=\s*['"](v\d{1,3})['"]""", re.M)
+DATE_COLUMNS = ("LastUpdated", "last_updated", "UpdatedAt", "updated_at", "Date", "date", "AsOf", "as_of")
+_DECLARED: dict[str, str] = {}  # constants URL -> declared schema version, per process
+FROZEN_BEFORE = 7  # clouds pinned below v7 (paperspace, do) are no longer refreshed upstream
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
-GIB_TO_GB = 2**30 / 1e9
 
 
 def clouds() -> dict[str, dict[str, str]]:
@@ -66,21 +86,78 @@ class SkyPilotSource:
         self.cloud, self.meta = cloud, table[cloud]
         self.name = f"skypilot:{cloud}"
         self.base = base_url("GPUPLAN_SKYPILOT_URL", DEFAULT_URL, base)
-        self.version = version or self.meta["version"]
+        self.pinned = self.meta["version"]
+        self.version = version or os.environ.get("GPUPLAN_SKYPILOT_VERSION") or None
+        self.version_note = "version given" if self.version else ""
 
     @property
     def url(self) -> str:
-        return f"{self.base}/{self.version}/{self.cloud}/vms.csv"
+        return f"{self.base}/{self.version or self.pinned}/{self.cloud}/vms.csv"
+
+    def resolve_version(self, client: httpx.Client) -> str:
+        """The schema directory to read: given > SkyPilot's declared version > the pinned fallback."""
+        if self.version:
+            return self.version
+        if _version_number(self.pinned) < FROZEN_BEFORE:
+            self.version, self.version_note = self.pinned, f"frozen upstream at {self.pinned}"
+            return self.version
+        url = os.environ.get("GPUPLAN_SKYPILOT_CONSTANTS_URL") or (CONSTANTS_URL if self.base == DEFAULT_URL else "")
+        declared = _DECLARED.get(url) if url else None
+        if url and declared is None:
+            try:
+                m = SCHEMA_RE.search(fetch_bytes(client, "GET", url).decode("utf-8", "replace"))
+                declared = m[1] if m else None
+            except SourceError:
+                declared = None
+            if declared:
+                _DECLARED[url] = declared  # one read per process, not one per cloud
+        if declared:
+            self.version, self.version_note = declared, f"schema {declared} as SkyPilot declares it"
+        else:
+            self.version = self.pinned
+            self.version_note = f"schema {self.pinned} (pinned fallback; SkyPilot's declared version not read)"
+        return self.version
+
+    def upstream_date(self, client: httpx.Client, headers: dict) -> tuple[dt.date | None, str]:
+        """The file's own date: Last-Modified, else the last commit touching it on GitHub."""
+        d = _http_date(headers.get("last-modified"))
+        if d:
+            return d, "Last-Modified of the upstream file"
+        url = os.environ.get("GPUPLAN_SKYPILOT_COMMITS_URL") or (COMMITS_URL if self.base == DEFAULT_URL else "")
+        if not url:
+            return None, ""
+        try:
+            data = fetch_json(client, "GET", url, params={"path": f"catalogs/{self.version}/{self.cloud}/vms.csv",
+                                                          "per_page": 1})
+            when = data[0]["commit"]["committer"]["date"] if isinstance(data, list) and data else None
+            d = _iso_date(when)
+        except (SourceError, KeyError, TypeError, IndexError):
+            d = None
+        return (d, "last upstream commit of the file") if d else (None, "")
 
     def fetch(self, client: httpx.Client) -> SourceResult:
-        header, rows = read_csv_text(fetch_bytes(client, "GET", self.url), where(self.url))
+        self.resolve_version(client)
+        headers: dict = {}
+        header, rows = read_csv_text(fetch_bytes(client, "GET", self.url, response_headers=headers), where(self.url))
         missing = [c for c in REQUIRED if c not in header]
         if missing:
             raise SourceError(f"{where(self.url)} lacks column(s) {', '.join(missing)}: not a SkyPilot vms.csv")
         today = today_utc()
+        date_col = next((c for c in DATE_COLUMNS if c in header), None)
+        file_date, how = (None, "") if date_col else self.upstream_date(client, headers)
+        confidence = _aggregated() if (date_col or file_date) else "third-party"
+        if date_col:
+            note = f"SkyPilot catalog {self.version}; dated by its {date_col} column"
+        elif file_date:
+            note = f"SkyPilot catalog {self.version}; dated by the {how} ({file_date.isoformat()})"
+        else:
+            note = (f"SkyPilot catalog {self.version}; upstream date unknown (fetched {today.isoformat()}), "
+                    f"the prices may be much older")
+        if self.version_note:
+            note += f"; {self.version_note}"
         b = OfferBuilder(provider=self.meta["provider"], source=f"skypilot-catalog {self.version}/{self.cloud}/vms.csv",
-                         as_of=today, confidence="primary",
-                         as_of_note=f"SkyPilot catalog fetched {today.isoformat()}; upstream refresh cadence varies")
+                         as_of=file_date or today, confidence=confidence, as_of_note=note)
+        self._date_col = date_col
         marketplace = self.meta["marketplace"] == "1"
         on_demand, spot_type = ("community", "interruptible") if marketplace else ("on_demand", "spot")
         cpu_only = 0
@@ -99,7 +176,7 @@ class SkyPilotSource:
             mem = memory_gb_per_gpu(self.meta["gpuinfo_memory"], mem_mib, count or 1.0)
             common = dict(instance_type=itype, gpu_name=acc, gpus_per_node=count, region=(r.get("Region") or "").strip(),
                           vcpus=r.get("vCPUs"), ram_gb=_gib_to_gb(r.get("MemoryGiB")), mem_gb_per_gpu=mem,
-                          hint=gname)
+                          hint=gname, as_of=self._row_date(r))
             self._priced(b, common, to_float(r.get("Price")), to_float(r.get("SpotPrice")), on_demand, spot_type)
         if self.cloud == "gcp":
             cpu_only += self._join_gcp(b, gpu_rows, host_rows, on_demand, spot_type)
@@ -153,13 +230,52 @@ class SkyPilotSource:
             spot = host_spot + gpu[1] if host_spot and gpu[1] else None
             common = dict(instance_type=r["InstanceType"].strip(), gpu_name=host["accelerator_name"], gpus_per_node=count,
                           region=region, vcpus=r.get("vCPUs"), ram_gb=_gib_to_gb(r.get("MemoryGiB")),
-                          interconnect=host["interconnect"])
+                          interconnect=host["interconnect"], as_of=self._row_date(r))
             self._priced(b, common, host_price + gpu[0], spot, on_demand, spot_type)
         for acc, count, _region, zone in gpu_rows:
             if zone and (acc, count) not in joined:
                 b.raw_rows += 1
                 b.skip("attachable GPU price without a host type (n1)")
         return cpu_only
+
+
+    _date_col: str | None = None
+
+    def _row_date(self, r: dict) -> dt.date | None:
+        return _iso_date(r.get(self._date_col)) if self._date_col else None
+
+
+def _aggregated() -> str:
+    """'aggregated' once the records know that level (below 'primary'), else 'primary'."""
+    from gpuplan.catalog.records import CONFIDENCE_RANK
+
+    return "aggregated" if "aggregated" in CONFIDENCE_RANK else "primary"
+
+
+def _version_number(v: str) -> int:
+    m = re.fullmatch(r"v(\d+)", (v or "").strip())
+    return int(m[1]) if m else 0
+
+
+def _http_date(v: str | None) -> dt.date | None:
+    if not v:
+        return None
+    try:
+        d = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return d.date() if d and dt.date(2000, 1, 1) <= d.date() <= today_utc() + dt.timedelta(days=1) else None
+
+
+def _iso_date(v) -> dt.date | None:
+    m = re.match(r"^\s*(\d{4})-(\d{2})-(\d{2})", str(v or ""))
+    if not m:
+        return None
+    try:
+        d = dt.date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        return None
+    return d if dt.date(2000, 1, 1) <= d <= today_utc() + dt.timedelta(days=1) else None
 
 
 def _gib_to_gb(v) -> float | None:

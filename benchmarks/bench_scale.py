@@ -1,0 +1,162 @@
+"""How `offers`, `plan train` and `plan serve` scale with the number of offers in the store (issue 15).
+
+Builds stores of 1k, 10k, 100k (and, with --sizes, 1M) offers: the bundled offers replicated with a
+region suffix and the price jittered x U(0.85, 1.15), written with `Store.write_snapshot` into
+temporary SQLite files. Then times each command as a subprocess with `--db` (median of --repeat runs)
+and reports the peak RSS of the children (resource.getrusage). --profile SIZE runs `plan train` at
+that size under cProfile in process and prints the top functions.
+
+    python benchmarks/bench_scale.py                      # 1k, 10k, 100k
+    python benchmarks/bench_scale.py --sizes 1000,1000000 --repeat 1
+    python benchmarks/bench_scale.py --sizes 100000 --profile 100000 --keep /tmp/scale
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+COMMANDS = {
+    "offers --gpu H100 --limit 20": ["offers", "--gpu", "H100", "--limit", "20"],
+    "plan train 8B --json": ["plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--json"],
+    "plan serve 8B 5 rps --json": ["plan", "serve", "--model", "llama-3.1-8b", "--requests-per-s", "5", "--json"],
+}
+
+
+def synthetic_offers(n: int, seed: int = 0):
+    """n offers: the bundled ones first, then copies with a region suffix and a jittered price."""
+    from gpuplan.catalog.bundled import load_bundled_offers
+
+    base = list(load_bundled_offers())
+    rng = random.Random(seed)
+    for o in base[:n]:
+        yield o
+    copy = 0
+    made = len(base)
+    while made < n:
+        copy += 1
+        for o in base:
+            if made >= n:
+                return
+            f = rng.uniform(0.85, 1.15)
+            price = o.price_per_hour_usd * f
+            yield o.model_copy(update={
+                "region": f"{o.region or 'any'}-syn{copy}", "price_per_hour_usd": price,
+                "price_per_gpu_hour_usd": price / o.gpus_per_node, "source": "synthetic", "as_of_note": ""})
+            made += 1
+
+
+def build_store(path: pathlib.Path, n: int) -> float:
+    from gpuplan.catalog.store import Store
+
+    t = time.perf_counter()
+    with Store(path) as s:  # seeded with the bundled snapshot on creation
+        if n > 730:
+            from gpuplan.catalog.bundled import load_bundled_offers
+
+            skip = len(load_bundled_offers())
+            gen = synthetic_offers(n)
+            for _ in range(skip):
+                next(gen)
+            s.write_snapshot("synthetic", gen)
+    return time.perf_counter() - t
+
+
+def run_once(args: list[str], db: pathlib.Path) -> tuple[float, float]:
+    """(wall s, peak RSS MB of this child)."""
+    import resource
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *args, "--db", str(db)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
+    # ru_maxrss of children is the largest of any child so far: run each command in a fresh helper.
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def measure(args: list[str], db: pathlib.Path, repeat: int) -> tuple[float, float]:
+    """Median wall s and peak RSS MB, each run in a fresh Python so RUSAGE_CHILDREN is per command."""
+    code = ("import sys, json, pathlib; sys.path.insert(0, %r); import bench_scale as b; "
+            "print(json.dumps(b.run_once(json.loads(sys.argv[1]), pathlib.Path(sys.argv[2]))))"
+            % str(pathlib.Path(__file__).parent))
+    import json
+
+    walls, rss = [], []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", code, json.dumps(args), str(db)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(out.stderr[-2000:])
+        w, m = json.loads(out.stdout.strip().splitlines()[-1])
+        walls.append(w)
+        rss.append(m)
+    return statistics.median(walls), max(rss)
+
+
+def profile(db: pathlib.Path, top: int = 30) -> None:
+    import cProfile
+    import pstats
+
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.planner.requests import TrainPlanRequest
+    from gpuplan.planner.train_plan import plan_training
+
+    pr = cProfile.Profile()
+    pr.enable()
+    cat = Catalog.load(str(db))
+    plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e12), cat)
+    pr.disable()
+    pstats.Stats(pr).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(pr).sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", help="folder for the stores (reused when present); default a temp folder")
+    ap.add_argument("--profile", type=int, help="profile plan train at this size")
+    ap.add_argument("--commands", default=",".join(str(i) for i in range(len(COMMANDS))),
+                    help="indices of the commands to time (0 offers, 1 train, 2 serve)")
+    a = ap.parse_args()
+    sizes = [int(float(s)) for s in a.sizes.split(",") if s]
+    folder = pathlib.Path(a.keep) if a.keep else pathlib.Path(tempfile.mkdtemp(prefix="gpuplan-scale-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    chosen = [list(COMMANDS)[int(i)] for i in a.commands.split(",")]
+    try:
+        rows = []
+        for n in sizes:
+            db = folder / f"s{n}.db"
+            if not db.exists():
+                built = build_store(db, n)
+                print(f"built {db} ({n:,} offers) in {built:.1f} s, {db.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
+            cells = []
+            for name in chosen:
+                w, m = measure(COMMANDS[name], db, a.repeat)
+                cells.append((w, m))
+                print(f"  {n:>9,} {name}: {w:.2f} s, {m:.0f} MB", file=sys.stderr)
+            rows.append((n, cells))
+            if a.profile == n:
+                profile(db)
+        head = "| offers | " + " | ".join(f"{c} s / MB" for c in chosen) + " |"
+        print(head)
+        print("|" + "---|" * (len(chosen) + 1))
+        for n, cells in rows:
+            print(f"| {n:,} | " + " | ".join(f"{w:.2f} / {m:.0f}" for w, m in cells) + " |")
+    finally:
+        if not a.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""`plan train|serve --csv`: one flat row per ranked plan (the JSON has everything, nested)."""
+from __future__ import annotations
+
+from typing import Any
+
+PLAN_CSV_COLUMNS = (
+    "rank", "workload", "provider", "gpu", "instance_type", "region", "pricing", "nodes", "gpus_per_node", "gpus",
+    "precision", "tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero", "replicas", "gpus_per_replica",
+    "wall_hours", "wall_p10_hours", "wall_p90_hours", "gpu_hours", "cost_usd", "cost_p10_usd", "cost_p90_usd",
+    "rank_cost_usd", "cost_per_million_output_tokens_usd", "output_tokens_per_s", "network_rtt_ms", "ties_first",
+    "expected_interruptions", "checkpoint_interval_min", "risk", "confidence", "price_age_days", "stale", "also_at",
+)
+
+
+def plan_csv_rows(result: Any) -> list[dict[str, Any]]:
+    rows = []
+    for plan in result.plans:
+        d = plan.model_dump(mode="json")
+        layout = d.get("layout") or {}
+        also = d.get("also_at") or []
+        rows.append({**d, **{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero")},
+                     "also_at": "; ".join(str(a.get("label", a) if isinstance(a, dict) else a) for a in also)})
+    return rows
+
+
+def print_plan_csv(result: Any) -> None:
+    """CSV of the ranked plans; with none, the header only and exit 1 (as the table and JSON do)."""
+    import typer
+
+    from gpuplan.cli.output import print_csv
+
+    print_csv(plan_csv_rows(result), PLAN_CSV_COLUMNS)
+    if not result.plans:
+        raise typer.Exit(1)
