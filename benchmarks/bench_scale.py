@@ -69,8 +69,8 @@ def build_store(path: pathlib.Path, n: int) -> float:
     return time.perf_counter() - t
 
 
-def run_once(args: list[str], db: pathlib.Path) -> tuple[float, float]:
-    """(wall s, peak RSS MB of this child)."""
+def run_once(args: list[str], db: pathlib.Path) -> tuple[float, float, float]:
+    """(wall s, peak RSS MB, CPU s (user + system) of this child)."""
     import resource
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -81,26 +81,29 @@ def run_once(args: list[str], db: pathlib.Path) -> tuple[float, float]:
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     # ru_maxrss of children is the largest of any child so far: run each command in a fresh helper.
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime
 
 
-def measure(args: list[str], db: pathlib.Path, repeat: int) -> tuple[float, float]:
-    """Median wall s and peak RSS MB, each run in a fresh Python so RUSAGE_CHILDREN is per command."""
+def measure(args: list[str], db: pathlib.Path, repeat: int) -> tuple[float, float, float]:
+    """Median wall s, peak RSS MB and median CPU s, each run in a fresh Python so RUSAGE_CHILDREN is
+    per command. On a shared machine CPU time is the steadier figure."""
     code = ("import sys, json, pathlib; sys.path.insert(0, %r); import bench_scale as b; "
             "print(json.dumps(b.run_once(json.loads(sys.argv[1]), pathlib.Path(sys.argv[2]))))"
             % str(pathlib.Path(__file__).parent))
     import json
 
-    walls, rss = [], []
+    walls, rss, cpus = [], [], []
     for _ in range(repeat):
         out = subprocess.run([sys.executable, "-c", code, json.dumps(args), str(db)],
                              capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(out.stderr[-2000:])
-        w, m = json.loads(out.stdout.strip().splitlines()[-1])
+        w, m, c = json.loads(out.stdout.strip().splitlines()[-1])
         walls.append(w)
         rss.append(m)
-    return statistics.median(walls), max(rss)
+        cpus.append(c)
+    return statistics.median(walls), max(rss), statistics.median(cpus)
 
 
 def profile(db: pathlib.Path, top: int = 30) -> None:
@@ -127,12 +130,12 @@ def main() -> None:
     ap.add_argument("--keep", help="folder for the stores (reused when present); default a temp folder")
     ap.add_argument("--profile", type=int, help="profile plan train at this size")
     ap.add_argument("--commands", default=",".join(str(i) for i in range(len(COMMANDS))),
-                    help="indices of the commands to time (0 offers, 1 train, 2 serve)")
+                    help="indices of the commands to time (0 offers, 1 train, 2 serve); empty: only build")
     a = ap.parse_args()
     sizes = [int(float(s)) for s in a.sizes.split(",") if s]
     folder = pathlib.Path(a.keep) if a.keep else pathlib.Path(tempfile.mkdtemp(prefix="gpuplan-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    chosen = [list(COMMANDS)[int(i)] for i in a.commands.split(",")]
+    chosen = [list(COMMANDS)[int(i)] for i in a.commands.split(",") if i]
     try:
         rows = []
         for n in sizes:
@@ -142,17 +145,17 @@ def main() -> None:
                 print(f"built {db} ({n:,} offers) in {built:.1f} s, {db.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
             cells = []
             for name in chosen:
-                w, m = measure(COMMANDS[name], db, a.repeat)
-                cells.append((w, m))
-                print(f"  {n:>9,} {name}: {w:.2f} s, {m:.0f} MB", file=sys.stderr)
+                w, m, c = measure(COMMANDS[name], db, a.repeat)
+                cells.append((w, m, c))
+                print(f"  {n:>9,} {name}: {w:.2f} s wall, {c:.2f} s CPU, {m:.0f} MB", file=sys.stderr)
             rows.append((n, cells))
             if a.profile == n:
                 profile(db)
-        head = "| offers | " + " | ".join(f"{c} s / MB" for c in chosen) + " |"
+        head = "| offers | " + " | ".join(f"{c}: wall s / CPU s / peak MB" for c in chosen) + " |"
         print(head)
         print("|" + "---|" * (len(chosen) + 1))
         for n, cells in rows:
-            print(f"| {n:,} | " + " | ".join(f"{w:.2f} / {m:.0f}" for w, m in cells) + " |")
+            print(f"| {n:,} | " + " | ".join(f"{w:.2f} / {c:.2f} / {m:.0f}" for w, m, c in cells) + " |")
     finally:
         if not a.keep:
             shutil.rmtree(folder, ignore_errors=True)

@@ -34,7 +34,7 @@ def _command_options() -> dict[str, set[str]]:
 NO_JSON = {"web", "catalog export", "export skypilot", "export dstack", "export k8s", "report train", "report serve"}
 # Commands whose output is a table of rows: these take --csv as well.
 CSV = {"gpus", "providers", "offers", "apis", "models list", "thresholds", "testtime", "own-vs-rent",
-       "catalog status", "catalog history", "plan train", "plan serve"}
+       "catalog status", "catalog history", "plan train", "plan serve", "plan project", "plan batch"}
 
 
 def test_version(cli):
@@ -102,6 +102,13 @@ def test_csv_has_a_header_and_rows(cli, args):
     code, out, _ = cli(*args)
     lines = out.strip().splitlines()
     assert code == 0 and len(lines) >= 2 and "," in lines[0]
+
+
+def test_plan_batch_csv(cli):
+    code, out, _ = cli("plan", "batch", "--model", "llama-3.1-8b", "--items", "1M", "--input-len", "500",
+                       "--output-len", "200", "--deadline", "3d", "--limit", "2", "--csv")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("rank,label,fleet") and len(lines) == 3
 
 
 def test_plan_csv(cli):

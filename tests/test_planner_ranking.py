@@ -75,3 +75,39 @@ def test_flip_analysis_states_the_price_gap():
     assert lines[0].startswith("#1's price +10%")
     assert "efficiency (MFU / throughput) -9%" in lines[1]
     assert "x10" in lines[2]
+
+
+def test_collapse_rows_matches_collapse_on_random_rows():
+    """The planners' fast path gives exactly what planner.distinct.collapse gives."""
+    import random
+
+    from gpuplan.planner.candidates import collapse_rows
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        keys = [(rng.choice("abc"), rng.choice((1, 8))) for _ in range(n)]
+        costs = [rng.choice((100.0, 101.0, 102.5, 110.0, 200.0)) * rng.uniform(0.99, 1.01) for _ in range(n)]
+        wheres = [rng.choice(("eu", "us", "ap", "", "us (x)")) for _ in range(n)]
+        order = sorted(range(n), key=lambda j: costs[j])
+        slow = collapse(order, key_of=lambda j: keys[j], cost_of=lambda j: costs[j], where_of=lambda j: wheres[j])
+        assert collapse_rows(order, keys, costs, wheres) == slow
+
+
+def test_catalog_filters_read_the_same_offers_as_filtering_everything(tmp_path):
+    """A --gpu / --provider filter may be pushed down to the store: the offers must be the same."""
+    from gpuplan.catalog.bundled import load_bundled_offers
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.catalog.store import Store
+
+    db = tmp_path / "s.db"
+    with Store(db, seed=lambda: list(load_bundled_offers())):
+        pass
+    store_cat, bundled_cat = Catalog.load(str(db)), Catalog.load(use_store=False)
+    def rows(offers):  # ties in price may come in either order
+        return sorted((o.model_dump_json() for o in offers))
+
+    for kw in ({"gpu": "H100"}, {"provider": "nebius"}, {"gpu": "MI300X", "pricing": "on_demand"}, {}):
+        got, want = store_cat.offers(**kw), bundled_cat.offers(**kw)
+        assert rows(got) == rows(want), kw
+        assert [o.price_per_gpu_hour_usd for o in got] == [o.price_per_gpu_hour_usd for o in want]

@@ -215,15 +215,21 @@ def test_plan_cache_is_bounded(monkeypatch):
 @pytest.mark.parametrize("target", ["skypilot", "dstack", "k8s"])
 @pytest.mark.parametrize("kind", ["train", "serve"])
 def test_export_is_yaml_naming_the_accelerator(client, target, kind):
+    from gpuplan.export.common import supported_targets
+
     request = TRAIN if kind == "train" else SERVE
-    plan = client.post(f"/api/plan/{kind}", json=request).json()["plans"][1]
-    r = client.post(f"/api/export/{target}", json={kind: request, "rank": 2})
+    plans = client.post(f"/api/plan/{kind}", json=request).json()["plans"]
+    # a plan past #1 that the target can provision (unsupported providers: a clear 400, tested elsewhere)
+    rank = next(i for i, p in enumerate(plans, 1)
+                if i >= 2 and target in supported_targets(p["provider"], kind == "train" and (p.get("nodes") or 1) > 1))
+    plan = plans[rank - 1]
+    r = client.post(f"/api/export/{target}", json={kind: request, "rank": rank})
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/yaml")
-    assert f"rank2.{target}.yaml" in r.headers["content-disposition"]
+    assert f"rank{rank}.{target}.yaml" in r.headers["content-disposition"]
     docs = [d for d in yaml.safe_load_all(r.text) if d is not None]
     assert docs and all(isinstance(d, dict) for d in docs)
-    assert f"plan rank 2 ({kind}" in r.text
+    assert f"plan rank {rank} ({kind}" in r.text
     accelerator = plan["gpu"].split("-")[0]  # e.g. H100 in H100:8, MI300X as is
     assert accelerator in r.text
     assert plan["provider_name"] in r.text

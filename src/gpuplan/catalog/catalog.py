@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import re
+import threading
 from collections.abc import Iterable
 
 from gpuplan.catalog.gpus import all_gpus, normalize_gpu_name, resolve_gpu_id
@@ -50,15 +51,77 @@ class Catalog:
         was = gc.isenabled()
         gc.disable()  # 100k surviving offers: the cyclic collector would rescan them for nothing
         try:
-            self._offers = tuple(offers) if deployability_applied else tuple(with_deployability(o) for o in offers)
+            self._all = tuple(offers) if deployability_applied else tuple(with_deployability(o) for o in offers)
         finally:
             if was:
                 gc.enable()
+        self._store = None
+        self._subsets: dict[tuple, tuple[Offer, ...]] = {}
+        self._lock = threading.Lock()
+        self._set_providers(providers, {o.provider for o in self._all})
+        self.origin = origin
+
+    def _set_providers(self, providers: dict[str, Provider], present: set[str]) -> None:
         # A provider known only from the user's imports (a private cluster) is a provider like any
         # other, with every attribute unknown.
-        missing = {o.provider for o in self._offers} - set(providers)
+        missing = present - set(providers)
         self.providers = {**providers, **{pid: _imported_provider(pid) for pid in sorted(missing)}}
-        self.origin = origin
+
+    @classmethod
+    def _from_store(cls, gpus: dict[str, Gpu], providers: dict[str, Provider], store, path) -> "Catalog | None":
+        """A catalog over the store at `path` whose offers are read when first asked for: all of them,
+        or only the GPUs / providers a filter names (a large store holds 10^5-10^6 offers; a query for
+        H100s need not build every A10G). None when there is no store file."""
+        present = store.read_current_providers(path)
+        if present is None:
+            return None
+        self = cls.__new__(cls)
+        self.gpus = gpus
+        self._all = None
+        self._store = (store, path)
+        self._subsets = {}
+        self._lock = threading.Lock()
+        self._set_providers(providers, present)
+        self.origin = str(path)
+        return self
+
+    @property
+    def _offers(self) -> tuple[Offer, ...]:
+        if self._all is None:
+            with self._lock:
+                if self._all is None:
+                    self._all = self._read(None, None)
+                    self._subsets.clear()
+        return self._all
+
+    def _read(self, gpus: set[str] | None, providers: set[str] | None) -> tuple[Offer, ...]:
+        store, path = self._store
+        offers = store.read_current_offers(path, with_deployability=True, gpus=gpus, providers=providers)
+        if offers is None:  # the store file went away since load(): as load() would have read then
+            from gpuplan.catalog.bundled import load_bundled_offers
+            from gpuplan.catalog.deployability import with_deployability
+
+            offers = [with_deployability(o) for o in load_bundled_offers()
+                      if (gpus is None or o.gpu in gpus) and (providers is None or o.provider in providers)]
+        return tuple(offers)
+
+    _SUBSETS_KEPT = 8
+
+    def _candidates(self, gpu_ids: set[str] | None, provider_ids: set[str] | None) -> tuple[Offer, ...]:
+        """Every offer, or a superset of those on `gpu_ids` at `provider_ids` (each None: any),
+        in catalog order."""
+        if self._all is not None or (gpu_ids is None and provider_ids is None):
+            return self._offers
+        key = (None if gpu_ids is None else frozenset(gpu_ids), None if provider_ids is None else frozenset(provider_ids))
+        got = self._subsets.get(key)
+        if got is None:
+            if len(self._subsets) >= self._SUBSETS_KEPT:  # many different queries: read everything once
+                return self._offers
+            got = self._read(gpu_ids, provider_ids)
+            with self._lock:
+                if self._all is None:
+                    self._subsets[key] = got
+        return got
 
     @classmethod
     def load(cls, db: str | None = None, use_store: bool = True) -> "Catalog":
@@ -76,9 +139,9 @@ class Catalog:
                     raise
             else:
                 path = store.resolve_db_path(db)
-                offers = store.read_current_offers(path, with_deployability=True)
-                if offers is not None:
-                    return cls(all_gpus(), providers, offers, origin=str(path), deployability_applied=True)
+                lazy = cls._from_store(all_gpus(), providers, store, path)
+                if lazy is not None:
+                    return lazy
         return cls(all_gpus(), providers, load_bundled_offers(), origin="bundled")
 
     # ---- lookups ----------------------------------------------------------------------------
@@ -154,8 +217,12 @@ class Catalog:
         region_re = re.compile(re.escape(region.strip()), re.I) if region else None
         today = today or dt.date.today()
 
+        push_providers = provider_ids
+        if kinds is not None:  # the providers of those kinds (a store read can filter on providers)
+            of_kind = {pid for pid in self.providers if self._kind_of(pid) in kinds}
+            push_providers = of_kind if push_providers is None else push_providers & of_kind
         out = []
-        for o in self._offers:
+        for o in self._candidates(gpu_ids, push_providers):
             if gpu_ids is not None and o.gpu not in gpu_ids:
                 continue
             if provider_ids is not None and o.provider not in provider_ids:

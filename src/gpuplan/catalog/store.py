@@ -191,7 +191,7 @@ def _offer_tuple(o: Offer, snapshot_id: int) -> tuple:
 @contextlib.contextmanager
 def _no_gc():
     """Reading 100k offers allocates 100k objects that all survive: the cyclic collector would scan
-    them over and over (a third of the read time) and find nothing to free. Nested uses are fine."""
+    them over and over and find nothing to free. Nested uses are fine."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -211,7 +211,7 @@ def _row_offer(row: tuple, _dates: dict | None = None, _deployability: Callable 
     """Rows were validated as Offers when written and the schema enforces the invariants;
     constructing without re-validation keeps reads fast. The result is what
     `Offer.model_construct(**row)` builds (every field set), assembled directly: pydantic's
-    generic construct costs ~40 us per offer, which a 100k-offer store pays 100k times."""
+    generic construct costs ~17 us per offer (this ~7 us), which a 100k-offer store pays 100k times."""
     d = dict(zip(OFFER_COLUMNS, row))
     as_of = d["as_of"]
     if _dates is None:

@@ -152,7 +152,8 @@ def _print_train(est) -> None:
         f"GPU-hours [bold]{est.gpu_hours:,.0f}[/]   wall [bold]{est.wall_days:,.2f} days[/] "
         f"({est.wall_hours:,.1f} h)   {est.steps:,} steps of {est.step_time_s:.3g} s",
         f"MFU {est.mfu:.1%}   HFU {est.hfu:.1%}   {est.tokens_per_s:,.0f} tokens/s   FLOPs {est.flops:.3g}",
-        f"memory {est.memory_per_gpu_gb:.1f} / {est.gpu_memory_gb:g} GB per GPU"
+        # memory_gb is GiB (gpuplan.units); both sides in decimal GB so the comparison reads true
+        f"memory {est.memory_per_gpu_gb:.1f} / {_device_gb(est.gpu_memory_gb):.1f} GB per GPU ({est.gpu_memory_gb:g} GiB)"
         + ("" if est.fits else f"  [red]short by {est.memory_shortfall_gb:.1f} GB[/]"),
         f"layout: {_layout_text(est.layout)}; global batch {est.layout.global_batch} x {a['seq_len']} tokens",
         f"assumed: efficiency {a['efficiency']:.3f} ({a['efficiency_source']}), goodput {a['goodput']:.3f}, "
@@ -230,10 +231,17 @@ def memory_command(
         title = "memory per GPU"
         cap = None
         if est.gpu:
-            cap = (f"{est.gpu} holds {est.gpu_memory_gb:g} GB: "
+            cap = (f"{est.gpu} holds {est.gpu_memory_gb:g} GiB = {_device_gb(est.gpu_memory_gb):.1f} GB: "
                    + ("fits" if est.fits else f"short by {est.memory_shortfall_gb:.1f} GB"))
         print_table(rows, [("part", "memory"), ("gb", "GB/GPU")], title=title, caption=cap,
                     formatters={"gb": lambda v: f"{v:.2f}"})
     if est.fits is False:
         raise GpuplanError(f"does not fit: {est.memory_per_gpu_gb:.1f} GB per GPU needed, "
                            f"{est.memory_shortfall_gb:.1f} GB more than a {est.gpu} holds")
+
+
+def _device_gb(memory_gb: float) -> float:
+    """A catalog memory_gb (GiB, see gpuplan.units) in decimal GB, the unit of the memory estimates."""
+    from gpuplan.units import GB, gpu_memory_bytes
+
+    return gpu_memory_bytes(memory_gb) / GB

@@ -153,7 +153,7 @@ def plan_project_command(
     tokens_per_month: TokensPerMonthOpt = None, peak_factor: PeakFactorOpt = 2.0,
     max_ttft_ms: TtftOpt = None, max_tpot_ms: TpotOpt = None, months: HorizonOpt = 12.0, users: UsersOpt = None,
     providers: ProvidersOpt = None, exclude: ExcludeOpt = None, no_spot: NoSpotOpt = False,
-    db: DbOpt = None, as_json: JsonOpt = False,
+    db: DbOpt = None, as_json: JsonOpt = False, as_csv: CsvOpt = False,
 ) -> None:
     """Train on one provider, serve on another: the best of each, chosen separately, and the total."""
     from gpuplan.catalog.catalog import Catalog
@@ -169,4 +169,9 @@ def plan_project_command(
     serve = _serve_request(model, params, active_params, serve_precision, None, engine, input_len, output_len,
                            requests_per_s, tokens_per_month, peak_factor, max_ttft_ms, max_tpot_ms, months, users,
                            c_serve, 5)
-    render_project(plan_project(train, serve, Catalog.load(db)), as_json)
+    project = plan_project(train, serve, Catalog.load(db))
+    if as_csv and not as_json:
+        from gpuplan.cli.plan_csv import print_project_csv
+
+        return print_project_csv(project)
+    render_project(project, as_json)

@@ -113,6 +113,7 @@ def plan_batch_command(
     min_confidence: MinConfidenceOpt = None, max_price_age: MaxPriceAgeOpt = None, limit: LimitOpt = 10,
     seed: SeedOpt = 0, export: ExportOpt = None, rank: RankOpt = 1, bucket: BucketOpt = "s3://my-bucket/gpuplan-batch",
     model_id: ModelIdOpt = None, db: DbOpt = None, as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print the ranked fleets as CSV.")] = False,
 ) -> None:
     """Plan a batch job (LLM generation, embeddings or generic GPU work) across marketplace, decentralized
     and cloud GPUs: ranked fleets that finish by the deadline, split across offers at least cost."""
@@ -133,6 +134,10 @@ def plan_batch_command(
     if export is not None:
         _export(result, export, rank, bucket, model_id, as_json)
         return
+    if as_csv and not as_json:
+        from gpuplan.cli.plan_csv import print_batch_csv
+
+        return print_batch_csv(result)
     render_batch(result, as_json)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gpuplan.errors import UsageError
+from gpuplan.units import HOURS_PER_MONTH
 
 DEPRECIATION_METHODS = ("straight-line", "epoch")
 
@@ -154,7 +155,7 @@ def own_vs_rent(
     ishare = _num("interconnect share", interconnect_share if interconnect_share is not None else d["interconnect_share"], 0, 0.9, lo_inclusive=True)
     rents = _rent_items(rent_usd_per_gpu_hour)
 
-    hours_year, hours_month = d["hours_per_year"], d["hours_per_month"]
+    hours_year, hours_month = d["hours_per_year"], HOURS_PER_MONTH
     capex = capex_per_gpu(purchase, smult, ishare)
     by_method = {m: capex_usd_per_hour(capex, m, life, residual, rate, dep["epoch_rate_per_year"], hours_year)
                  for m in DEPRECIATION_METHODS}

@@ -417,7 +417,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     shortfall = max(0.0, (total_mem - g.memory_bytes) / 1e9)
     if not fits:
         notes.append(f"does not fit: the leanest layout needs {total_mem / 1e9:.1f} GB per GPU, "
-                     f"{shortfall:.1f} GB more than the {g.memory_gb:g} GB of a {g.id}")
+                     f"{shortfall:.1f} GB more than the {g.memory_gb:g} GiB ({g.memory_bytes / 1e9:.1f} GB) of a {g.id}")
     if not workload.batch_fixed and batch != workload.batch:
         notes.append(f"global batch rounded from {workload.batch} to {batch} sequences to divide dp x micro-batch")
 

@@ -14,14 +14,14 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import filter_offers, without_gc
-from gpuplan.planner.distinct import collapse, where_label
+from gpuplan.planner.candidates import collapse_rows, filter_offers, without_gc
+from gpuplan.planner.distinct import where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
-from gpuplan.planner.uncertainty import (ties_line, Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ranking_cost,
+from gpuplan.planner.uncertainty import (ties_line, Spread, estimator_regime, flip_analysis, mark_ties, price_sigma,
                                          ranking_z, serving_band, vendor_band)
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -133,11 +133,12 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     order = list(range(len(plans)))
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        order, also = collapse(
-            order, key_of=lambda j: (plans[j]["offer"].provider, plans[j]["offer"].gpu, plans[j]["offer"].gpus_per_node,
-                                     plans[j]["offer"].pricing, plans[j]["gpus"]),
-            cost_of=lambda j: plans[j]["cost"],
-            where_of=lambda j: where_label(plans[j]["offer"].region, plans[j]["offer"].instance_type))
+        # planner.distinct.collapse, over precomputed keys
+        order, also = collapse_rows(
+            order, keys=[(p["offer"].provider, p["offer"].gpu, p["offer"].gpus_per_node, p["offer"].pricing, p["gpus"])
+                         for p in plans],
+            costs=[p["cost"] for p in plans],
+            wheres=[where_label(p["offer"].region, p["offer"].instance_type) for p in plans])
     shown = order[: req.limit]
     plan_records = mark_ties([_to_plan(i + 1, plans[j], req, hours, also.get(j, []), regime)
                               for i, j in enumerate(shown)])

@@ -17,8 +17,8 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, filter_offers, without_gc
-from gpuplan.planner.distinct import collapse, where_label
+from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, collapse_rows, filter_offers, without_gc
+from gpuplan.planner.distinct import where_label
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
@@ -89,7 +89,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     # on the GPU, or only on the offer's fabric fields, is worked out once and shared.
     groups: dict[tuple, list] = collections.defaultdict(list)
     resolutions: dict[str, Any] = {}
-    networks: dict[tuple, Network] = {}
+    networks: dict[tuple, tuple[Network, float]] = {}
     for o in cands.offers:
         if o.gpus_per_node < 1 or o.gpus_per_node != int(o.gpus_per_node):
             rejected["fractional GPU offer"] += 1
@@ -100,12 +100,14 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
         if not res.ok:
             rejected[f"GPU cannot train in {req.precision}"] += 1
             continue
-        net_key = (o.interconnect, o.cluster, o.fabric_gbps_per_node, o.max_nodes)
-        net = networks.get(net_key)
-        if net is None:
-            net = networks[net_key] = offer_network(o)
+        net_key = (o.interconnect, o.cluster, o.fabric_gbps_per_node, o.max_nodes)  # all offer_network reads
         gpn = int(o.gpus_per_node)
-        groups[(gpn, round(net.gbps_per_gpu(gpn), 6), res.precision, res.flash_attention)].append((o, res, net))
+        found = networks.get((gpn, net_key))
+        if found is None:
+            net = offer_network(o)
+            found = networks[(gpn, net_key)] = (net, round(net.gbps_per_gpu(gpn), 6))
+        net, gbps = found
+        groups[(gpn, gbps, res.precision, res.flash_attention)].append((o, res, net, net_key))
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
     failure_cache: dict[tuple[int, str, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
@@ -116,7 +118,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
             rejected["node larger than --max-gpus"] += len(items)
             continue
         wl = workload.model_copy(update={"precision": precision, "flash_attention": flash})
-        gpu_ids = sorted({o.gpu for o, _, _ in items})
+        gpu_ids = sorted({it[0].gpu for it in items})
         grid = estimate_training_grid(model, wl, gpu_ids, node_counts * gpn, inter_node_gbps_per_gpu=gbps,
                                       gpus_per_node=gpn, goodput=base_goodput)
         row_of = {g: i for i, g in enumerate(grid.gpu_ids)}
@@ -124,8 +126,8 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
         # Everything up to the price depends on the offer only through these fields (the price enters
         # linearly, in _price_candidates): offers that differ in region or price share one class.
         classes: dict[tuple, Any] = {}
-        for o, res, net in items:
-            ckey = (o.gpu, o.provider, o.pricing, o.max_nodes, o.ram_gb, o.commitment_term_h, net)
+        for o, res, net, net_key in items:
+            ckey = (o.gpu, o.provider, o.pricing, o.max_nodes, o.ram_gb, o.commitment_term_h, net_key)
             cls = classes.get(ckey)
             if cls is None:
                 cls = classes[ckey] = _offer_class(o, res, net, catalog, grid, row_of, node_counts, gpn, cons,
@@ -167,11 +169,11 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        order, also = collapse(
-            order, key_of=lambda j: (rows[j]["offer"].provider, rows[j]["offer"].gpu, rows[j]["offer"].gpus_per_node,
-                                     rows[j]["offer"].pricing, rows[j]["nodes"]),
-            cost_of=lambda j: float(cost[j]),
-            where_of=lambda j: where_label(rows[j]["offer"].region, rows[j]["offer"].instance_type))
+        # planner.distinct.collapse, over precomputed keys
+        order, also = collapse_rows(
+            order, keys=[(r["offer"].provider, r["offer"].gpu, r["offer"].gpus_per_node, r["offer"].pricing, r["nodes"])
+                         for r in rows],
+            costs=cost.tolist(), wheres=[where_label(r["offer"].region, r["offer"].instance_type) for r in rows])
     top = order[: req.limit]
     samples = _monte_carlo_samples(rows, top[:MONTE_CARLO_TOP], req.seed)
     plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
