@@ -81,7 +81,7 @@ def test_collapse_rows_matches_collapse_on_random_rows():
     """The planners' fast path gives exactly what planner.distinct.collapse gives."""
     import random
 
-    from gpuplan.planner.candidates import collapse_rows
+    from gpuplan.planner.distinct import collapse_rows
 
     rng = random.Random(7)
     for _ in range(200):

@@ -88,7 +88,14 @@ def load() -> dict:
 
 
 def arch_of(gpu_id: str, vendor: str = "") -> str:
-    """Architecture id of a catalog GPU id (table first, then the name), else 'unknown'."""
+    """Architecture id of a catalog GPU id, else 'unknown': the catalog's architecture table
+    (catalog/data/architectures.json, the one that also decides what a GPU can run) first, then this
+    file's copy (written by the fit script for ids the catalog lacks), then the name."""
+    from gpuplan.catalog.capabilities import arch_of as catalog_arch
+
+    arch = catalog_arch(str(gpu_id))
+    if arch != "unknown":
+        return arch
     table = load().get("gpu_arch", {})
     if gpu_id in table:
         return table[gpu_id]

@@ -47,11 +47,10 @@ from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
-from gpuplan.planner.candidates import filter_offers
+from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
 
 DATACENTER_KINDS = ("hyperscaler", "neocloud")
 PEER_KINDS = ("marketplace", "decentralized")
-HOST_RAM_BASE_GB = 8.0  # as serving: OS, CUDA context and the engine besides the weights
 
 
 @functools.cache
@@ -270,11 +269,6 @@ def _hosts_available(offer: Offer, kind: str, override: int | None) -> tuple[int
     return int(d["by_kind"][kind]["hosts"]), f"default for a {kind} listing"
 
 
-def _weights_gb(model, precision: str) -> float:
-    from gpuplan.perf.inference_precision import weight_format
-
-    return model.total_params() * weight_format(precision).bytes_per_param / 1e9
-
 
 class _Throughput:
     """Per GPU type (and precision): the smallest TP that holds the model and its max-throughput point."""
@@ -401,7 +395,7 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
             item_h = secs / 3600.0
             weights = 0.0
             if model is not None:
-                weights = _weights_gb(model, precision)
+                weights = served_weights_gb(model, precision)
             download = req.download_gb if req.download_gb is not None else (
                 cold["generic_download_gb"] if model is None else cold["image_gb"] + weights)
         else:
@@ -415,7 +409,7 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
             rate = replicas * rps * 3600.0
             item_h = secs / 3600.0
             if used_precision not in weights_by_precision:
-                weights_by_precision[used_precision] = _weights_gb(model, used_precision)
+                weights_by_precision[used_precision] = served_weights_gb(model, used_precision)
             weights = weights_by_precision[used_precision]
             if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + weights:
                 rejected["host RAM too small to load the model's weights"] += 1

@@ -14,6 +14,16 @@ from gpuplan.catalog.records import CONFIDENCE_RANK, Gpu, Offer, Provider
 from gpuplan.planner.requests import Constraints
 
 DEFAULT_MAX_GPUS = 16_384
+# Host memory a node needs besides the weights it loads through host memory: OS, CUDA context,
+# data loaders or the serving engine.
+HOST_RAM_BASE_GB = 8.0
+
+
+def served_weights_gb(model, precision: str) -> float:
+    """Weights one serving replica loads, GB, at the served precision (block scales included)."""
+    from gpuplan.perf.inference_precision import weight_format
+
+    return model.total_params() * weight_format(precision).bytes_per_param / 1e9
 
 _gc_lock = threading.Lock()
 _gc_depth = 0
@@ -105,42 +115,3 @@ def provider_of(catalog: Catalog, offer: Offer) -> Provider:
 
 def gpu_of(catalog: Catalog, offer: Offer) -> Gpu:
     return catalog.gpus[offer.gpu]
-
-
-def collapse_rows(order, keys: list, costs: list, wheres: list, tolerance: float | None = None
-                  ) -> tuple[list[int], dict[int, list[str]]]:
-    """`planner.distinct.collapse` over precomputed per-row keys, costs and 'where' labels: the same
-    result, without its quadratic 'already listed?' scans (a 100k-offer catalog repeats one choice
-    in thousands of regions)."""
-    from gpuplan.planner.distinct import SAME_CHOICE_COST_TOLERANCE
-
-    tol = SAME_CHOICE_COST_TOLERANCE if tolerance is None else tolerance
-    kept: list[int] = []
-    also: dict[int, list[str]] = {}
-    listed: dict[int, set[str]] = {}
-    first_of: dict[tuple, list[int]] = {}
-    for j in order:
-        k = keys[j]
-        cj = costs[j]
-        match = None
-        firsts = first_of.get(k)
-        if firsts is not None:
-            for i in firsts:
-                ci = costs[i]
-                if abs(cj - ci) <= tol * max(abs(ci), 1e-9):
-                    match = i
-                    break
-        if match is not None:
-            where = wheres[j]
-            lst = also.setdefault(match, [])
-            seen = listed.setdefault(match, set())
-            if where and where not in seen and where != wheres[match]:
-                lst.append(where)
-                seen.add(where)
-            continue
-        if firsts is None:
-            first_of[k] = [j]
-        else:
-            firsts.append(j)
-        kept.append(j)
-    return kept, also

@@ -14,18 +14,17 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import collapse_rows, filter_offers, without_gc
-from gpuplan.planner.distinct import where_label
+from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb, without_gc
+from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
-from gpuplan.planner.uncertainty import (ties_line, Spread, estimator_regime, flip_analysis, mark_ties, price_sigma,
+from gpuplan.planner.uncertainty import (Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ties_line,
                                          ranking_z, serving_band, vendor_band)
 from gpuplan.units import HOURS_PER_MONTH
 
-HOST_RAM_BASE_GB = 8.0  # OS, CUDA context and the engine besides the weights loaded through host memory
 # Ranking favours offers near users: each 100 ms of round trip beyond a 50 ms budget costs as much
 # as 25% more spend (an interactive user notices 100 ms on every request). A stated preference, not a
 # measurement; shown in the assumptions.
@@ -133,12 +132,11 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     order = list(range(len(plans)))
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        # planner.distinct.collapse, over precomputed keys
         order, also = collapse_rows(
             order, keys=[(p["offer"].provider, p["offer"].gpu, p["offer"].gpus_per_node, p["offer"].pricing, p["gpus"])
                          for p in plans],
             costs=[p["cost"] for p in plans],
-            wheres=[where_label(p["offer"].region, p["offer"].instance_type) for p in plans])
+            wheres=[where_label(p["offer"].region) for p in plans])
     shown = order[: req.limit]
     plan_records = mark_ties([_to_plan(i + 1, plans[j], req, hours, also.get(j, []), regime)
                               for i, j in enumerate(shown)])
@@ -199,7 +197,7 @@ def _serving_class(o, support, capacity, catalog, model, req, precision: str, ho
         return "replica needs more GPUs than one node has"
     tp, replicas, per_replica_tok_s = layout
     provider = catalog.provider_record(o.provider)
-    if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + _weights_gb(model, res.precision):
+    if o.ram_gb is not None and o.ram_gb < HOST_RAM_BASE_GB + served_weights_gb(model, res.precision):
         return "host RAM too small to load the model's weights"
     lam = interruption_rate_per_node_hour(provider.kind, o.pricing)
     spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
@@ -221,11 +219,6 @@ def _serving_class(o, support, capacity, catalog, model, req, precision: str, ho
     return (res, cap, tp, replicas, per_replica_tok_s, provider, lam, spare, availability, replicas_total, nodes,
             gpus, out_tokens, egress, p90_share, vb)
 
-
-def _weights_gb(model, precision: str) -> float:
-    from gpuplan.perf.inference_precision import weight_format
-
-    return model.total_params() * weight_format(precision).bytes_per_param / 1e9
 
 
 def _flips(plans: list[dict[str, Any]], shown: list[int]) -> list[str]:

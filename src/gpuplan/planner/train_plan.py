@@ -17,14 +17,14 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, collapse_rows, filter_offers, without_gc
-from gpuplan.planner.distinct import where_label
+from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offers, without_gc
+from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
-from gpuplan.planner.uncertainty import (ties_line, Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma,
+from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma, ties_line,
                                          price_sigma, ranking_cost, vendor_band)
 
 # Without a deadline the cheapest count is often the smallest that fits, which can take a
@@ -44,8 +44,6 @@ MAX_WALL_OVER_STEADY = 1.5
 DEFAULT_MAX_NODES_UNKNOWN = 64
 # Past this no plan is worth pricing, whatever --max-wall says (also keeps billing arithmetic sane).
 ABSURD_WALL_HOURS = 100 * 8766.0
-# Host memory a node needs besides its share of the weights: OS, CUDA context, data loaders.
-HOST_RAM_BASE_GB = 8.0
 
 
 def _workload(req: TrainPlanRequest, model):
@@ -169,11 +167,10 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        # planner.distinct.collapse, over precomputed keys
         order, also = collapse_rows(
             order, keys=[(r["offer"].provider, r["offer"].gpu, r["offer"].gpus_per_node, r["offer"].pricing, r["nodes"])
                          for r in rows],
-            costs=cost.tolist(), wheres=[where_label(r["offer"].region, r["offer"].instance_type) for r in rows])
+            costs=cost.tolist(), wheres=[where_label(r["offer"].region) for r in rows])
     top = order[: req.limit]
     samples = _monte_carlo_samples(rows, top[:MONTE_CARLO_TOP], req.seed)
     plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
