@@ -217,3 +217,22 @@ def test_v100_trains_in_fp16_without_flash_attention(catalog):
     assert any("no bf16" in n for n in e.notes) and any("FlashAttention" in n for n in e.notes)
     with pytest.raises(Exception, match="no fp8"):
         estimate_training("llama-3.1-8b", pretraining(1e10, precision="fp8"), "V100-SXM2-32GB", 64)
+
+
+def test_why_lines_state_time_and_gpu_hours_honestly(baseline):
+    """A runner-up that finishes sooner on fewer GPU-hours at a higher hourly price is described as
+    such, never as 'a higher price for the same work'."""
+    res = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e12, limit=6), Catalog.load(use_store=False))
+    best = res.plans[0]
+    for other in res.plans[1:4]:
+        line = next(w for w in res.why if w.startswith(f"#{other.rank} {other.provider_name} "))
+        if other.wall_hours < best.wall_hours * 0.95:
+            assert "sooner" in line, line
+        if other.gpu_hours < best.gpu_hours / 1.02:
+            assert "fewer GPU-hours" in line and "same work" not in line, line
+
+
+def test_unpublished_cluster_size_is_flagged(baseline):
+    for p in baseline.plans:
+        if p.nodes > 1 and p.offer.max_nodes is None:
+            assert any("publishes no cluster size" in n for n in p.risk_notes), (p.provider, p.nodes)

@@ -514,6 +514,10 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
         if o.cluster is not True:
             risk += 0.15
             notes.append("not sold as a cluster: nodes are independent VMs (allowed by --allow-unclustered)")
+        if o.max_nodes is None:
+            risk += 0.1
+            notes.append(f"{provider.name} publishes no cluster size: confirm {r['nodes']} {o.pricing.replace('_', '-')} "
+                         f"nodes on one fabric before booking (unlisted sizes are capped at {DEFAULT_MAX_NODES_UNKNOWN})")
     if provider.kind in ("decentralized", "marketplace"):
         risk += 0.15
         notes.append(f"{provider.kind} provider: host reliability varies, no SLA")
@@ -631,8 +635,14 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
     for other in plans[1:4]:
         reasons = []
         cheaper_hourly = other.offer.price_per_gpu_hour_usd < best.offer.price_per_gpu_hour_usd
+        dearer_hourly = other.offer.price_per_gpu_hour_usd > best.offer.price_per_gpu_hour_usd * 1.02
         if other.gpu_hours > best.gpu_hours * 1.02:
             reasons.append(f"bills {other.gpu_hours / best.gpu_hours - 1:.0%} more GPU-hours")
+        elif other.gpu_hours < best.gpu_hours / 1.02 and dearer_hourly:
+            reasons.append(f"bills {1 - other.gpu_hours / best.gpu_hours:.0%} fewer GPU-hours but at "
+                           f"${other.offer.price_per_gpu_hour_usd:.2f} vs ${best.offer.price_per_gpu_hour_usd:.2f} per GPU-hour")
+        elif dearer_hourly:
+            reasons.append(f"${other.offer.price_per_gpu_hour_usd:.2f} vs ${best.offer.price_per_gpu_hour_usd:.2f} per GPU-hour")
         if (other.assumptions.get("wall_over_steady", 1) - 1) > (best.assumptions.get("wall_over_steady", 1) - 1) + 0.02:
             reasons.append(f"runs {other.assumptions['wall_over_steady']:.2f}x its steady-state time (interruptions, "
                            "checkpoints)")
@@ -647,6 +657,8 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
         if cheaper_hourly:
             head += (f", cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
                      f"${best.offer.price_per_gpu_hour_usd:.2f})")
+        if other.wall_hours < best.wall_hours * 0.95:
+            head += f" but finishes {(best.wall_hours - other.wall_hours) / 24:.1f} days sooner"
         lines.append(head + ": " + (", ".join(reasons) if reasons else "a higher price for the same work"))
     lines.extend(flips)
     if deadline_h is None and best.wall_hours > target_h:
