@@ -6,9 +6,17 @@ temporary SQLite files. Then times each command as a subprocess with `--db` (med
 and reports the peak RSS of the children (resource.getrusage). --profile SIZE runs `plan train` at
 that size under cProfile in process and prints the top functions.
 
+--web W1,W2 also loads `gpuplan web --workers W` (fresh server, bundled catalog) with --web-requests
+different concurrent plans (POST /api/plan/train, a different token count each: the 2026-11
+review's burst) and reports p50 / p95 latency and throughput per worker count (benchmarks/bench_web.py).
+
+Every figure is printed with the machine's 1-minute load average when it was taken (`uptime`):
+on a shared machine, compare CPU seconds, and wall times only at similar load.
+
     python benchmarks/bench_scale.py                      # 1k, 10k, 100k
     python benchmarks/bench_scale.py --sizes 1000,1000000 --repeat 1
     python benchmarks/bench_scale.py --sizes 100000 --profile 100000 --keep /tmp/scale
+    python benchmarks/bench_scale.py --sizes "" --web 1,2  # the web app only
 """
 from __future__ import annotations
 
@@ -69,11 +77,19 @@ def build_store(path: pathlib.Path, n: int) -> float:
     return time.perf_counter() - t
 
 
+def load_avg() -> float:
+    """The 1-minute load average (what `uptime` shows first)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
 def run_once(args: list[str], db: pathlib.Path) -> tuple[float, float, float]:
     """(wall s, peak RSS MB, CPU s (user + system) of this child)."""
     import resource
 
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ)  # as a user runs it: the entry point sets the BLAS thread defaults itself
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "gpuplan.cli.main", *args, "--db", str(db)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -131,6 +147,9 @@ def main() -> None:
     ap.add_argument("--profile", type=int, help="profile plan train at this size")
     ap.add_argument("--commands", default=",".join(str(i) for i in range(len(COMMANDS))),
                     help="indices of the commands to time (0 offers, 1 train, 2 serve); empty: only build")
+    ap.add_argument("--web", default="", help="comma-separated worker counts to load the web app with, e.g. 1,2")
+    ap.add_argument("--web-requests", type=int, default=200)
+    ap.add_argument("--web-run", default="varied", help="bench_web.py run: varied (default), cold, identical")
     a = ap.parse_args()
     sizes = [int(float(s)) for s in a.sizes.split(",") if s]
     folder = pathlib.Path(a.keep) if a.keep else pathlib.Path(tempfile.mkdtemp(prefix="gpuplan-scale-"))
@@ -145,17 +164,33 @@ def main() -> None:
                 print(f"built {db} ({n:,} offers) in {built:.1f} s, {db.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
             cells = []
             for name in chosen:
+                load = load_avg()
                 w, m, c = measure(COMMANDS[name], db, a.repeat)
-                cells.append((w, m, c))
-                print(f"  {n:>9,} {name}: {w:.2f} s wall, {c:.2f} s CPU, {m:.0f} MB", file=sys.stderr)
+                cells.append((w, m, c, max(load, load_avg())))
+                print(f"  {n:>9,} {name}: {w:.2f} s wall, {c:.2f} s CPU, {m:.0f} MB (load {cells[-1][3]:.1f})",
+                      file=sys.stderr)
             rows.append((n, cells))
             if a.profile == n:
                 profile(db)
-        head = "| offers | " + " | ".join(f"{c}: wall s / CPU s / peak MB" for c in chosen) + " |"
-        print(head)
-        print("|" + "---|" * (len(chosen) + 1))
-        for n, cells in rows:
-            print(f"| {n:,} | " + " | ".join(f"{w:.2f} / {c:.2f} / {m:.0f}" for w, m, c in cells) + " |")
+        if rows and chosen:
+            head = "| offers | " + " | ".join(f"{c}: CPU s / wall s / peak MB (load)" for c in chosen) + " |"
+            print(head)
+            print("|" + "---|" * (len(chosen) + 1))
+            for n, cells in rows:
+                print(f"| {n:,} | " + " | ".join(f"{c:.2f} / {w:.2f} / {m:.0f} ({ld:.1f})" for w, m, c, ld in cells)
+                      + " |")
+        if a.web:
+            sys.path.insert(0, str(pathlib.Path(__file__).parent))
+            import bench_web
+
+            print(f"\n| gpuplan web --workers | {a.web_requests} concurrent {a.web_run} plans: p50 s | p95 s | "
+                  "plans/s | errors | load |")
+            print("|---|---|---|---|---|---|")
+            for w in [int(x) for x in a.web.split(",") if x]:
+                load = load_avg()
+                s = bench_web.run_load([a.web_run], a.web_requests, 300.0, workers=w, quiet=True)[a.web_run]
+                print(f"| {w} | {s['p50_ms'] / 1000:.1f} | {s['p95_ms'] / 1000:.1f} | {s['rps']:.1f} | {s['errors']} | "
+                      f"{max(load, load_avg()):.1f} |", flush=True)
     finally:
         if not a.keep:
             shutil.rmtree(folder, ignore_errors=True)

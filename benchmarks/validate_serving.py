@@ -1,24 +1,56 @@
 #!/usr/bin/env python3
-"""Serving estimator vs published measurements: prediction, error, in-sample and leave-one-out.
+"""Serving estimator vs published measurements, per regime: in-sample and leave-one-source-out.
 
 Every usable row of src/gpuplan/perf/data/inference-runs.csv is predicted with the fitted
-parameters (in-sample) and with parameters refitted without that row (leave-one-out).
-Groups: max_throughput (offline max-throughput rows), throughput_other (fixed concurrency
-and server rows), latency (TTFT/TPOT), assumed_input (rows whose input length the source
-does not give; validated, never fitted). Skipped rows are listed with their reason.
+parameters (in-sample) and with parameters refitted without every row of its source
+(leave-one-source-out, LOSO: one table or paper out at a time). Regimes are those of
+gpuplan.perf.inference_validation.classify_regime. For each regime and metric family
+(throughput, TTFT, TPOT) the median and p90 absolute percentage error are printed, then the
+issue's targets next to the measured figures. Rows whose input length the source does not
+give are listed but kept out of the summaries.
 
-    python benchmarks/validate_serving.py [--no-loo]
+    python benchmarks/validate_serving.py [--no-loso] [--rows] [--write-bands]
+
+--write-bands writes src/gpuplan/perf/data/serving-error-bands.json: per regime the LOSO
+residual quantiles of log(predicted / measured) (p10, p50, p90, n), with the command and date.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BANDS = ROOT / "src/gpuplan/perf/data/serving-error-bands.json"
+TARGET_MEDIAN, TARGET_P90, TARGET_REGIME_MEDIAN = 15.0, 35.0, 25.0
+
+
+def _table(ins: dict, loso: dict) -> None:
+    from gpuplan.perf.inference_validation import REGIMES
+
+    print(f"{'regime':<18} {'metric':<10} {'n':>4}  {'in-sample median':>16} {'p90':>7}   {'LOSO median':>11} {'p90':>7}")
+    for reg in REGIMES + ("all",):
+        for fam in ("throughput", "ttft", "tpot", "all"):
+            a = ins.get(reg, {}).get(fam)
+            if not a:
+                continue
+            b = loso.get(reg, {}).get(fam)
+            lo = f"{b['median_ape']:>10.1f}% {b['p90_ape']:>6.1f}%" if b else f"{'-':>11} {'-':>7}"
+            print(f"{reg:<18} {fam:<10} {a['n']:>4}  {a['median_ape']:>15.1f}% {a['p90_ape']:>6.1f}%   {lo}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits (about 15 s)")
+    ap.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out refits (minutes)")
+    ap.add_argument("--rows", action="store_true", help="print every comparison")
+    ap.add_argument("--iters", type=int, default=100, help="Nelder-Mead iterations per LOSO refit (warm start)")
+    ap.add_argument("--write-bands", action="store_true", help="write serving-error-bands.json from the LOSO residuals")
     args = ap.parse_args(argv)
+    if args.write_bands and args.no_loso:
+        print("error: --write-bands needs the leave-one-source-out refits; drop --no-loso", file=sys.stderr)
+        return 2
 
     from gpuplan.perf import inference_validation as v
     from gpuplan.perf.engines import fitted_efficiency
@@ -26,29 +58,54 @@ def main(argv: list[str] | None = None) -> int:
     eff = fitted_efficiency()
     print(f"parameters: eta_bw {eff.eta_bw:.3f}, eta_c {eff.eta_c:.3f} (x{eff.lowp_gemm_ratio} for 8/4-bit GEMMs), "
           f"all-reduce {eff.allreduce_latency_us:.1f} us, step overhead {eff.step_overhead_ms:.2f} ms, "
-          f"engine factors {eff.engine_factor}  [{eff.source}]")
+          f"latency factor {eff.latency_factor:.3f}, MoE t_half {eff.moe_half_tokens:.1f} tokens, "
+          f"MoE pair overhead {eff.moe_pair_overhead_ns:.1f} ns, engine factors "
+          f"{ {k: round(x, 3) for k, x in eff.engine_factor.items()} }  [{eff.source}]")
+    rows = v.usable_rows()
+    print(f"rows: {len(rows)} used from {len({r['source_id'] for r in rows})} sources; by regime: "
+          + ", ".join(f"{g} {sum(r['regime'] == g for r in rows)}" for g in v.REGIMES))
     ins = v.errors(eff)
-    loo = {(e["row_id"], e["metric"]): e for e in v.leave_one_out()} if not args.no_loo else {}
-    header = f"{'row':>3} {'metric':<9} {'group':<16} {'measured':>10} {'predicted':>10} {'error':>8} {'LOO pred':>10} {'LOO err':>8}  run"
-    print(header)
-    print("-" * len(header))
-    for e in ins:
-        l = loo.get((e["row_id"], e["metric"]))
-        lp = f"{l['predicted']:>10.1f} {100 * l['error']:>+7.1f}%" if l else f"{'-':>10} {'-':>8}"
-        metric = {"output_tokens_per_s": "tok/s", "ttft_ms": "TTFT ms", "tpot_ms": "TPOT ms"}[e["metric"]]
-        print(f"{e['row_id']:>3} {metric:<9} {e['group']:<16} {e['measured']:>10.1f} {e['predicted']:>10.1f} "
-              f"{100 * e['error']:>+7.1f}% {lp}  {e['label']}")
-    for r in v.validation_rows():
-        if r["use"] != "yes":
-            print(f"skip row {r['row_id']} ({r['model_label']}): {r['skip_reason']}")
+    loso_list = [] if args.no_loso else v.leave_one_source_out(eff, iters=args.iters)
+    loso = {(e["row_id"], e["metric"]): e for e in loso_list}
+    if args.rows:
+        print(f"{'row':>3} {'metric':<8} {'regime':<17} {'source':<22} {'measured':>9} {'pred':>9} {'err':>7} {'LOSO':>7}  run")
+        for e in ins:
+            lo = loso.get((e["row_id"], e["metric"]))
+            lerr = f"{100 * lo['error']:>+6.0f}%" if lo else f"{'-':>7}"
+            metric = {"output_tokens_per_s": "tok/s", "ttft_ms": "TTFT", "tpot_ms": "TPOT"}[e["metric"]]
+            print(f"{e['row_id']:>3} {metric:<8} {e['regime']:<17} {e['source_id'][:22]:<22} {e['measured']:>9.1f} "
+                  f"{e['predicted']:>9.1f} {100 * e['error']:>+6.0f}% {lerr}  {e['label']}")
+        for r in v.validation_rows():
+            if r["use"] != "yes":
+                print(f"skip row {r['row_id']} ({r['model_label']}): {r['skip_reason']}")
     print()
-    sets = [("in-sample", v.summarize(ins))]
-    if loo:
-        sets.append(("leave-one-out", v.summarize(list(loo.values()))))
-    for name, s in sets:
-        for g, x in s.items():
-            print(f"{name:>14}  {g:<18} n={x['n']:>2}  median |error| {x['median_abs_pct']:5.1f}%  "
-                  f"max {x['max_abs_pct']:7.1f}%  within 30%: {x['within_30pct']}/{x['n']}")
+    s_ins = v.summarize_regimes(ins)
+    s_loso = v.summarize_regimes(loso_list) if loso_list else {}
+    _table(s_ins, s_loso)
+    if s_loso:
+        a = s_loso["all"]["all"]
+        worst = max(((reg, f["all"]["median_ape"]) for reg, f in s_loso.items() if reg != "all"), key=lambda x: x[1])
+        ok = lambda b: "met" if b else "NOT met"  # noqa: E731
+        print()
+        print(f"targets (issue 13, leave-one-source-out)   measured")
+        print(f"  serving median APE <= {TARGET_MEDIAN:.0f}%              {a['median_ape']:.1f}%  {ok(a['median_ape'] <= TARGET_MEDIAN)}")
+        print(f"  serving p90 APE    <= {TARGET_P90:.0f}%              {a['p90_ape']:.1f}%  {ok(a['p90_ape'] <= TARGET_P90)}")
+        print(f"  no regime median   >  {TARGET_REGIME_MEDIAN:.0f}%              worst {worst[0]} {worst[1]:.1f}%  "
+              f"{ok(worst[1] <= TARGET_REGIME_MEDIAN)}")
+    if args.write_bands:
+        doc = {
+            "_doc": ("Per-regime leave-one-source-out residuals of the serving estimator: quantiles of "
+                     "log(predicted / measured) over every comparison (throughput, TTFT, TPOT) of the regime's rows, "
+                     "each predicted by a refit that never saw its source. A prediction x has a p10-p90 band of "
+                     "x / exp(p90) .. x / exp(p10) for the measured value. Regimes: "
+                     "gpuplan.perf.inference_validation.classify_regime."),
+            "command": "python benchmarks/validate_serving.py --write-bands",
+            "date": dt.date.today().isoformat(),
+            "efficiency_source": eff.source,
+            "regimes": v.residual_bands(loso_list),
+        }
+        BANDS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {BANDS.relative_to(ROOT)}")
     return 0
 
 

@@ -4,11 +4,14 @@
     python scripts/build_catalog.py [--shared ../shared]
 
 Reads ../shared/data/{gpu-specs,provider-attributes,price-snapshot-2025}.csv and the
-SkyPilot catalog snapshots, plus the hand-kept inputs in scripts/inputs/, and writes
+SkyPilot catalog snapshots (Cudo and the frozen schema-v6 Paperspace/DO files are no longer read), plus
+the hand-kept inputs in scripts/inputs/ (prices-dated.csv: one dated public figure per row), and writes
 src/gpuplan/catalog/data/{gpus.csv,gpu_aliases.csv,providers.json,offers.csv,
 offers-superseded.csv,build-report.json}. The output is deterministic (no timestamps, sorted
 rows), so a rebuild from the same inputs changes nothing. Every dropped row is printed with
-its reason.
+its reason. The newest dated price per (provider, GPU, node size, pricing) in a region (or for any
+region) wins; older ones go to offers-superseded.csv and each conflict is listed in the report with
+the freshness (share within 90 / 180 / 365 days of BUILD_DATE, observed vs nominal) and spot counts.
 """
 from __future__ import annotations
 
@@ -32,15 +35,37 @@ INPUTS = ROOT / "scripts" / "inputs"
 
 # SkyPilot snapshot folder -> provider id, and how each cloud reports GPU memory in GpuInfo.
 SKYPILOT_CLOUDS = {
-    "lambda": "lambda", "cudo": "cudo", "fluidstack": "fluidstack", "ibm": "ibm", "nebius": "nebius",
-    "vast": "vast", "paperspace": "paperspace", "do": "paperspace", "hyperbolic": "hyperbolic",
-    "runpod": "runpod", "oci": "oci", "gcp": "gcp",
+    "lambda": "lambda", "fluidstack": "fluidstack", "ibm": "ibm", "nebius": "nebius",
+    "vast": "vast", "hyperbolic": "hyperbolic", "runpod": "runpod", "oci": "oci", "gcp": "gcp",
 }
+# Snapshot folders no longer read, each with the reason (written to build-report.json).
+DEAD_FEEDS = {
+    "skypilot/cudo": "Cudo feed dead: gpuhunt dropped Cudo (PR #237, 2026-06-12) and dstack followed (dstackai/dstack#4017); "
+                     "SkyPilot's Cudo workflow calls a pre-rename module path (v8/v9 files have 8 / 1 stored revisions)",
+    "skypilot/paperspace": "SkyPilot schema-v6 catalog, frozen since 2024-25 (no refresh job upstream; v8 has no Paperspace)",
+    "skypilot/do": "SkyPilot schema-v6 DigitalOcean catalog, frozen (2024 launch prices; no refresh job upstream)",
+}
+BUILD_DATE = dt.date(2026, 11, 23)  # the date freshness is measured against (deterministic output)
+# Lambda: SkyPilot copies every instance type across a hard-coded region list that says nothing
+# about availability; the build keeps one row per instance type and names the listed regions.
+# Vast (SkyPilot's per-bucket median repeated in every location that had a listing) and RunPod (one
+# global list price repeated per data-centre country) are the same kind of fan-out.
+# OCI: the snapshot is a 16 kB head of the file, so the regions it shows are simply the first ones
+# alphabetically; OCI publishes one global price list (the same rate in every commercial region).
+COLLAPSE_REGIONS = {"lambda", "vast", "runpod", "oci"}
+# GCP shapes sold only as Spot / Flex-start (gpuhunt filters their on-demand rows the same way).
+GCP_NO_ON_DEMAND = re.compile(r"^a3-highgpu-[124]g$|^a4x?-|^a3-ultragpu-")
 GPUINFO_MEMORY_UNIT = {"runpod": "gb_per_gpu", "vast": "mib_total", "nebius": "missing"}
 SKYPILOT_AS_OF = "2026-08"  # README: "roughly August 2026 or earlier"
-SKYPILOT_NOTE = "undated SkyPilot catalog snapshot (roughly Aug 2026 or earlier), commit {commit}"
-# Schema v6 catalogs are no longer refreshed upstream; the price snapshot dates them 2024-25.
-SKYPILOT_OLD_SCHEMAS = {"v6": ("2024-25", "SkyPilot schema-v6 catalog, no longer refreshed (dated 2024-25), commit {commit}")}
+SKYPILOT_NOTE = "nominal: undated SkyPilot catalog snapshot (roughly Aug 2026 or earlier), commit {commit}"
+# Vast: SkyPilot's fetch_vast.py takes the median of every listing in a {count}x-{gpu}-{cpu}-{ram} bucket,
+# verified or not; verified-host medians ran 1.5-2x higher in Oct 2026 (shared/reviews/2026-11-catalog.md
+# 2.3). Kept only where no dated Vast figure exists for the GPU and node size, and said so in the note.
+SKYPILOT_NOTES = {"vast": "nominal: undated SkyPilot Vast bucket median (all hosts; verified-host medians "
+                          "1.5-2x higher, Oct 2026), commit {commit}"}
+# as_of_note starts with 'observed' (the day the figure was read) or 'nominal' (a period label).
+OBSERVED, NOMINAL = "observed", "nominal"
+MAX_TEXT = 200  # text cells longer than this are refused by `gpuplan catalog import` (imports.MAX_TEXT)
 MARKETPLACE_PROVIDERS = {"vast"}  # their listings are host-set 'community' prices
 OFFER_COLUMNS = [
     "provider", "instance_type", "gpu", "gpus_per_node", "region", "pricing", "price_per_hour_usd",
@@ -132,6 +157,8 @@ def build_providers(shared: Path) -> list[dict]:
             "aliases": e.get("aliases", []),
             "inter_node_fabric": e.get("inter_node_fabric"),
             "numbers_basis": e.get("basis", ""),
+            # Why no offer carries a price (no public list price, sales-only...); None = priced.
+            "no_public_price": e.get("no_public_price"),
         }
         for k in ("billing_granularity", "kubernetes", "bare_metal", "infiniband", "egress_fee", "spot", "sla", "regions"):
             if rec[k] and rec[k].lower() in ("unknown",):
@@ -173,6 +200,8 @@ def refine_gpu(gid: str, instance_type: str, gpuinfo_name: str, mem_gb_per_gpu: 
     if "pci" in hint:
         if gid.startswith("A100") and (gid == "A100-80GB-SXM" or (mem_gb_per_gpu or 0) >= 60):
             gid = "A100-80GB-PCIe"
+        elif gid.startswith("A100") and mem_gb_per_gpu and mem_gb_per_gpu < 60:
+            gid = "A100-40GB-PCIe"  # e.g. Vast '2x-A100_PCIE' with 80 GiB in total
         elif gid == "H100-SXM":
             gid = "H100-PCIe"
     if gid == "H100-SXM" and re.search(r"nvl(?!ink)", hint):
@@ -212,8 +241,7 @@ def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, 
             commit = manifest.get(rel, {}).get("source_commit", "unknown")[:12]
             upstream = manifest.get(rel, {}).get("source_path_in_repo", rel)
             source = f"skypilot-catalog {upstream}@{commit}"
-            label, note = SKYPILOT_OLD_SCHEMAS.get(upstream.split("/")[1] if "/" in upstream else "", (SKYPILOT_AS_OF, SKYPILOT_NOTE))
-            as_of = parse_as_of(label)
+            as_of, note = parse_as_of(SKYPILOT_AS_OF), SKYPILOT_NOTES.get(folder, SKYPILOT_NOTE)
             for i, r in enumerate(read_csv(path), start=2):
                 where = f"skypilot/{rel} line {i} ({r.get('InstanceType')})"
                 acc = (r.get("AcceleratorName") or "").strip()
@@ -249,11 +277,13 @@ def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, 
                     ram_gb=round(float(r["MemoryGiB"]) * 1.073741824, 1) if r.get("MemoryGiB") else None,
                     interconnect=providers[pid].get("inter_node_fabric"),
                     as_of=as_of, as_of_note=note.format(commit=commit),
-                    source=source, confidence="primary",
+                    source=source, confidence="aggregated",
                 )
                 price = float(r["Price"]) if r.get("Price") else 0.0
                 on_demand_type = "community" if pid in MARKETPLACE_PROVIDERS else "on_demand"
-                if problem := price_problem(gpus[gid], price / count):
+                if pid == "gcp" and GCP_NO_ON_DEMAND.search(r["InstanceType"]):
+                    drop(where, "GCP shape sold only as Spot / Flex-start: no on-demand offer")
+                elif problem := price_problem(gpus[gid], price / count):
                     drop(where, f"{on_demand_type}: {problem}")
                 else:
                     out.append(make_offer(**common, pricing=on_demand_type, price_per_hour_usd=price,
@@ -303,19 +333,23 @@ def snapshot_offers(shared: Path, lookup: dict[str, str], providers: dict[str, d
             as_of = parse_as_of(label)
         except ValueError:
             as_of = parse_as_of(SKYPILOT_AS_OF)  # 'undated snapshot' rows come from the same snapshots
+        kind = OBSERVED if re.fullmatch(r"\d{4}-\d{2}-\d{2}", label) else NOMINAL
         pricing = r["pricing_type"].strip()
+        named = INSTANCE_IN_SOURCE.search(r["source_url_or_doc"])
+        if pid == "gcp" and pricing == "on_demand" and named and GCP_NO_ON_DEMAND.search(named[1]):
+            drop(where, "GCP shape sold only as Spot / Flex-start: no on-demand offer")
+            continue
         term = RESERVED_TERM_H.get(pid) if pricing == "reserved" else None
         if pricing == "reserved" and term is None:
             drop(where, "reserved price with no known commitment term")
             continue
         n = int(count) if count == int(count) else count
-        named = INSTANCE_IN_SOURCE.search(r["source_url_or_doc"])
         out.append(make_offer(
             provider=pid, instance_type=named[1] if named else f"{n}x {gid}", gpu=gid, gpus_per_node=count,
             region=r["region_if_any"].strip(), pricing=pricing,
             price_per_hour_usd=round(per_gpu * count, 6), price_per_gpu_hour_usd=round(per_gpu * count, 6) / count,
             interconnect=providers[pid].get("inter_node_fabric"), commitment_term_h=term,
-            as_of=as_of, as_of_note=label, source=r["source_url_or_doc"].strip(), confidence=r["confidence"].strip(),
+            as_of=as_of, as_of_note=f"{kind}: {label}", source=r["source_url_or_doc"].strip(), confidence=r["confidence"].strip(),
         ))
     return out
 
@@ -341,30 +375,137 @@ def drop_skypilot_quotes(quoted: list[dict[str, str]], direct: list[dict[str, st
     return keep, older
 
 
-OUTDATED_AFTER_DAYS = 60
+def dated_offers(lookup: dict[str, str], providers: dict[str, dict]) -> list[dict[str, str]]:
+    """The hand-kept dated prices (scripts/inputs/prices-dated.csv): one public figure per row,
+    with its source, the day it was read (observed) or the period it names (nominal)."""
+    from gpuplan.catalog.gpus import all_gpus, resolve_gpu_id
+    from gpuplan.catalog.records import parse_as_of
+    from gpuplan.catalog.validation import price_problem
+    from gpuplan.errors import UnknownNameError
+
+    gpus = all_gpus()
+    path = INPUTS / "prices-dated.csv"
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    out = []
+    for i, r in enumerate(csv.DictReader(lines), start=2):
+        where = f"prices-dated.csv row {i} ({r['provider']} {r['instance_type']} {r['pricing']})"
+        pid = lookup.get(r["provider"].strip().lower())
+        if pid is None:
+            raise SystemExit(f"{where}: provider {r['provider']!r} unknown")
+        try:
+            gid = resolve_gpu_id(r["gpu"])
+        except UnknownNameError:
+            raise SystemExit(f"{where}: GPU {r['gpu']!r} not in the spec table") from None
+        if r["date_kind"] not in (OBSERVED, NOMINAL):
+            raise SystemExit(f"{where}: date_kind must be {OBSERVED!r} or {NOMINAL!r}")
+        if not r["source"].strip():
+            raise SystemExit(f"{where}: no source")
+        count = float(r["gpus_per_node"])
+        if r["price_per_hour_usd"]:
+            node = float(r["price_per_hour_usd"])
+        elif r["price_per_gpu_hour_usd"]:
+            node = round(float(r["price_per_gpu_hour_usd"]) * count, 6)
+        else:
+            raise SystemExit(f"{where}: no price")
+        if r["pricing"] == "on_demand" and pid == "gcp" and GCP_NO_ON_DEMAND.search(r["instance_type"]):
+            drop(where, "GCP shape sold only as Spot / Flex-start: no on-demand offer")
+            continue
+        if problem := price_problem(gpus[gid], node / count):
+            drop(where, problem)
+            continue
+        note = f"{r['date_kind']}: {r['as_of']}" + (f"; {r['note'].strip()}" if r["note"].strip() else "")
+        for col, text in (("source", r["source"].strip()), ("as_of_note", note)):
+            if len(text) > MAX_TEXT:  # the import format (and `catalog export`) caps text cells
+                raise SystemExit(f"{where}: {col} is {len(text)} characters; at most {MAX_TEXT}")
+        out.append(make_offer(
+            provider=pid, instance_type=r["instance_type"].strip(), gpu=gid, gpus_per_node=count,
+            region=r["region"].strip(), pricing=r["pricing"].strip(), price_per_hour_usd=node,
+            price_per_gpu_hour_usd=node / count, interconnect=providers[pid].get("inter_node_fabric"),
+            as_of=parse_as_of(r["as_of"]), as_of_note=note, source=r["source"].strip(),
+            confidence=r["confidence"].strip(),
+        ))
+    return out
 
 
-def drop_outdated(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """The same provider, GPU, node size and pricing seen again later is a price change: an
-    offer more than OUTDATED_AFTER_DAYS older than the newest of its kind becomes history."""
-    newest: dict[tuple, str] = {}
+def collapse_region_fanout(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """One row per instance type (and price) for providers whose feed copies each type across a
+    fixed region list; the regions it listed go into the note, the region becomes '' (any)."""
+    keep, groups = [], collections.defaultdict(list)
     for r in rows:
-        key = (r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])
-        newest[key] = max(newest.get(key, r["as_of"]), r["as_of"])
-    keep, old = [], []
-    for r in rows:
-        key = (r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])
-        age_gap = (dt.date.fromisoformat(newest[key]) - dt.date.fromisoformat(r["as_of"])).days
-        if age_gap > OUTDATED_AFTER_DAYS:
-            old.append(r)
-            drop(f"{r['provider']} {r['instance_type']} {r['pricing']} @ {r['as_of']}",
-                 f"a {newest[key]} price exists for the same GPU, node size and pricing (kept as history)")
+        if r["provider"] in COLLAPSE_REGIONS and r["region"]:
+            groups[(r["provider"], r["instance_type"], r["gpu"], r["gpus_per_node"], r["pricing"],
+                    r["price_per_hour_usd"], r["as_of"], r["source"])].append(r)
         else:
             keep.append(r)
+    prices_per_type = collections.Counter(key[:5] for key in groups)
+    for key, group in groups.items():
+        regions = sorted({r["region"] for r in group})
+        row = dict(group[0])
+        # one price everywhere: any region; several prices for one type: name the regions of each
+        row["region"] = "" if prices_per_type[key[:5]] == 1 else " / ".join(regions)
+        row["as_of_note"] = _region_note(row["as_of_note"], regions)
+        keep.append(row)
+        if len(group) > 1:
+            drop(f"{key[0]} {key[1]} x{len(group)} regions", "region fan-out of one list price collapsed to one row")
+    return keep
+
+
+def _region_note(note: str, regions: list[str]) -> str:
+    """The note plus the regions the feed listed, as many as fit in MAX_TEXT characters."""
+    head = f"{note}; listed in {len(regions)} regions at this price (not availability): "
+    shown = []
+    for i, reg in enumerate(regions):
+        rest = len(regions) - i - 1
+        tail = f" +{rest} more" if rest else ""
+        if len(head + "; ".join(shown + [reg]) + tail) > MAX_TEXT:
+            return head + "; ".join(shown) + f" +{len(regions) - i} more"
+        shown.append(reg)
+    return head + "; ".join(shown)
+
+
+def is_observed(r: dict[str, str]) -> bool:
+    return r["as_of_note"].startswith(OBSERVED)
+
+
+def _covers(newer: dict[str, str], older: dict[str, str]) -> bool:
+    """A newer price replaces an older one of the same kind in its region, or everywhere when it is
+    a list price for any region ('' or 'global ...')."""
+    region = newer["region"].strip().lower()
+    return region == "" or region.startswith("global") or region == older["region"].strip().lower()
+
+
+def drop_outdated(rows: list[dict[str, str]], conflicts: list[dict]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The newest dated price wins: a row is history once a strictly newer price exists for the same
+    provider, GPU, node size and pricing in its region (or for any region). Rows of the same date
+    (different instance types or presets) stay side by side."""
+    by_kind: dict[tuple, list[dict[str, str]]] = collections.defaultdict(list)
+    for r in rows:
+        by_kind[(r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])].append(r)
+    keep, old = [], []
+    for r in rows:
+        newer = [n for n in by_kind[(r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])]
+                 if n["as_of"] > r["as_of"] and _covers(n, r)]
+        if not newer:
+            keep.append(r)
+            continue
+        best = max(newer, key=lambda n: (n["as_of"], is_observed(n), n["instance_type"] == r["instance_type"]))
+        old.append(r)
+        conflicts.append(_conflict(r, best))
+        drop(f"{r['provider']} {r['instance_type']} {r['region'] or '-'} {r['pricing']} @ {r['as_of']}",
+             f"a newer {best['as_of']} price exists for the same GPU, node size and pricing (kept as history)")
     return keep, old
 
 
-def resolve_duplicates(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+def _conflict(old: dict[str, str], kept: dict[str, str]) -> dict:
+    return {
+        "key": [old["provider"], old["instance_type"], old["gpu"], old["gpus_per_node"], old["region"], old["pricing"]],
+        "kept": {"instance_type": kept["instance_type"], "region": kept["region"], "price_per_gpu_hour_usd": kept["price_per_gpu_hour_usd"],
+                 "as_of": kept["as_of"], "source": kept["source"][:120]},
+        "superseded": {"price_per_gpu_hour_usd": old["price_per_gpu_hour_usd"], "as_of": old["as_of"], "source": old["source"][:120]},
+    }
+
+
+def resolve_duplicates(rows: list[dict[str, str]], conflicts: list[dict]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """One offer per (provider, instance, GPU, count, region, pricing): the newest wins, then the
     more trusted source; the others are kept as price history."""
     from gpuplan.catalog.records import CONFIDENCE_RANK
@@ -375,7 +516,7 @@ def resolve_duplicates(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]]
         groups[key].append(r)
     current, superseded = [], []
     for key, group in groups.items():
-        group.sort(key=lambda r: (r["as_of"], CONFIDENCE_RANK[r["confidence"]], -float(r["price_per_hour_usd"])), reverse=True)
+        group.sort(key=lambda r: (r["as_of"], is_observed(r), CONFIDENCE_RANK[r["confidence"]], -float(r["price_per_hour_usd"])), reverse=True)
         best = group[0]
         current.append(best)
         what = f"{key[0]} {key[1]} {key[4] or '-'} {key[5]}"
@@ -384,9 +525,23 @@ def resolve_duplicates(rows: list[dict[str, str]]) -> tuple[list[dict[str, str]]
                 drop(f"{what} ${old['price_per_hour_usd']}/h", "same instance and region in another availability zone; cheapest kept")
             else:
                 superseded.append(old)
+                conflicts.append(_conflict(old, best))
                 drop(f"{what} @ {old['as_of']}", f"superseded by the {best['as_of']} price (kept as history)")
     order = lambda r: (r["provider"], r["gpu"], float(r["gpus_per_node"]), r["pricing"], r["region"], r["instance_type"], r["as_of"])
     return sorted(current, key=order), sorted(superseded, key=order)
+
+
+def freshness(rows: list[dict[str, str]]) -> dict:
+    """Share of offers whose date is within 90 / 180 / 365 days of BUILD_DATE, observed vs nominal."""
+    n = len(rows) or 1
+    out: dict = {"offers": len(rows), "observed": sum(map(is_observed, rows)),
+                 "nominal": sum(not is_observed(r) for r in rows),
+                 "within_days": {}, "observed_within_days": {}}
+    for days in (90, 180, 365):
+        fresh = [r for r in rows if (BUILD_DATE - dt.date.fromisoformat(r["as_of"])).days <= days]
+        out["within_days"][str(days)] = round(len(fresh) / n, 3)
+        out["observed_within_days"][str(days)] = round(sum(map(is_observed, fresh)) / n, 3)
+    return out
 
 
 def write_csv(path: Path, rows: list[dict[str, str]], columns: list[str]) -> None:
@@ -420,26 +575,51 @@ def main() -> None:
     (out_dir / "providers.json").write_text(json.dumps(providers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     by_id = {p["id"]: p for p in providers}
 
-    direct = skypilot_offers(shared, by_id)
-    quoted, older = drop_skypilot_quotes(snapshot_offers(shared, provider_lookup(providers), by_id), direct)
-    current, superseded = resolve_duplicates(direct + quoted)
-    current, outdated = drop_outdated(current)
-    superseded = sorted(superseded + older + outdated, key=lambda r: (r["provider"], r["gpu"], r["as_of"]))
+    lookup = provider_lookup(providers)
+    direct = collapse_region_fanout(skypilot_offers(shared, by_id))
+    quoted, older = drop_skypilot_quotes(snapshot_offers(shared, lookup, by_id), direct)
+    conflicts: list[dict] = []
+    current, superseded = resolve_duplicates(direct + quoted + dated_offers(lookup, by_id), conflicts)
+    current, outdated = drop_outdated(current, conflicts)
+    superseded = sorted(superseded + older + outdated, key=lambda r: (r["provider"], r["gpu"], r["as_of"], r["instance_type"], r["region"]))
     write_csv(out_dir / "offers.csv", current, OFFER_COLUMNS)
     write_csv(out_dir / "offers-superseded.csv", superseded, OFFER_COLUMNS)
 
     reasons = collections.Counter(re.sub(r"\$[\d.]+|'[^']*'|\d+(\.\d+)?", "#", why) for _, why in dropped)
+    priced = {r["provider"] for r in current}
+    unpriced = {p["id"]: p.get("no_public_price") for p in providers if p["id"] not in priced}
+    missing = sorted(pid for pid, why in unpriced.items() if not why)
+    if missing:
+        raise SystemExit(f"providers with no priced offer and no no_public_price reason: {missing}")
     report = {
+        "build_date": BUILD_DATE.isoformat(),
         "gpus": len(gpus), "aliases": len(aliases), "providers": len(providers),
         "offers": len(current), "superseded": len(superseded),
         "offers_by_provider": dict(sorted(collections.Counter(r["provider"] for r in current).items())),
+        "freshness": freshness(current),
+        "freshness_by_provider": {pid: freshness([r for r in current if r["provider"] == pid])["observed_within_days"]["90"]
+                                  for pid in sorted(priced)},
+        "spot_by_provider": dict(sorted(collections.Counter(
+            r["provider"] for r in current if r["pricing"] in ("spot", "interruptible")).items())),
+        "spot_offers": sum(r["pricing"] in ("spot", "interruptible") for r in current),
+        "confidence": dict(sorted(collections.Counter(r["confidence"] for r in current).items())),
+        "no_public_price": dict(sorted(unpriced.items())),
+        "dead_feeds": DEAD_FEEDS,
+        "conflicts_resolved": len(conflicts),
+        "conflicts": sorted(conflicts, key=lambda c: [str(x) for x in c["key"]] + [c["superseded"]["as_of"]]),
         "dropped": len(dropped), "dropped_by_reason": dict(reasons.most_common()),
     }
     (out_dir / "build-report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if not args.quiet:
         for what, why in dropped:
             print(f"dropped: {what}: {why}")
-    print(json.dumps(report, indent=1))
+        for c in report["conflicts"]:
+            k, kept, old = c["key"], c["kept"], c["superseded"]
+            print(f"conflict: {' '.join(map(str, k))}: kept ${kept['price_per_gpu_hour_usd']}/GPU-h @ {kept['as_of']} "
+                  f"({kept['instance_type']}), superseded ${old['price_per_gpu_hour_usd']} @ {old['as_of']}")
+    summary = {k: v for k, v in report.items() if k not in ("conflicts", "dropped_by_reason")}
+    print(json.dumps(summary, indent=1))
+    print(f"conflicts resolved: {len(conflicts)} (listed in build-report.json)")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ OUT = ROOT / "src/gpuplan/perf/data/inference-runs.csv"
 MODELS = ROOT / "src/gpuplan/perf/data/inference-models.json"
 
 COLUMNS = [
-    "row_id", "model", "model_label", "params_b", "active_params_b", "gpu", "gpu_label", "n_gpus", "tp",
-    "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "input_len", "output_len",
+    "row_id", "source_id", "source_date", "regime", "model", "model_label", "params_b", "active_params_b", "gpu",
+    "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "input_len", "output_len",
     "concurrency", "max_num_seqs", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
     "measured_tpot_ms", "use", "skip_reason", "notes", "source",
 ]
@@ -81,10 +81,159 @@ SETUP = [
          scenario="latency", notes="FasterTransformer (TensorRT-LLM's predecessor) mapped to the trtllm engine preset"),
     dict(check="RTX PRO 6000", model="llama-3.1-8b", precision="bf16", kv=None, engine="vllm", tp=1,
          scenario="server_slo", skip="GPU 'RTX PRO 6000 Blackwell' is not in the GPU table; ShareGPT lengths are not fixed"),
-    dict(check="Kimi-K2.5", model="kimi-k2", precision="fp4", kv=None, engine="vllm", tp=8,
+    dict(check="Kimi-K2.5", model="kimi-k2", precision="fp4", kv=None, engine="vllm", tp=8, ep=8,
          scenario="fixed_concurrency",
          notes="Kimi-K2.5 text stack = Kimi-K2 shape; TP8 attention + EP experts (vLLM default)"),
 ]
+
+# Where each legacy row (by index) comes from: (source_id, date of the measurement or its publication).
+LEGACY_SOURCES = {
+    0: ("mlperf-inference-v4.1", "2024-08"), 1: ("mlperf-inference-v4.1", "2024-08"), 2: ("mlperf-inference-v4.1", "2024-08"),
+    3: ("mlperf-inference-v4.0", "2024-03"), **{i: ("trtllm-perf-v1.0", "2025-09") for i in range(4, 11)},
+    11: ("amd-rocm-perf-2025-04", "2025-04-13"), 12: ("oracle-mi300x-405b", "2024"), 13: ("oracle-mi300x-405b", "2024"),
+    14: ("lmsys-large-ep", "2025-05-05"), 15: ("deepseek-infra-overview", "2025-03-01"),
+    16: ("kipply-fastertransformer", "2022"), 17: ("kipply-fastertransformer", "2022"),
+    18: ("llmservingsim-validation", "2026"), 19: ("aiconfigurator-1396", "2026"),
+}
+
+# Sources of the rows below: url, title, date.
+SOURCES = {
+    "trtllm-perf-v1.0": ("https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/perf-overview.md",
+                         "TensorRT-LLM performance overview, v1.0 tables (trtllm-bench throughput, PyTorch backend, infinite rate, "
+                         "fixed ISL/OSL, Total Output Throughput); MoE runs use attention DP + EP", "2025-09"),
+    "trtllm-perf-v0.17": ("https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/docs/source/performance/perf-overview.md",
+                          "TensorRT-LLM performance overview, v0.17 throughput table (engine flow, in-flight batching, tokens/s)", "2025-02"),
+    "trtllm-serving-v0.14": ("https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540c03517def55d9a5aadfa9288af474e1b/docs/source/performance/perf-overview.md",
+                             "TensorRT-LLM performance overview, 'Online Serving Measurements' (Triton backend, v0.14.0, BF16, 500 requests, mean TTFT / ITL)", "2024-11"),
+    "amd-rocm-perf-2025-10": ("https://www.amd.com/zh-cn/developer/resources/rocm-hub/dev-ai/performance-results.html",
+                              "AMD ROCm AI performance results, vLLM (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006), 8x MI300X", "2025-10-06"),
+    "amd-rocm-perf-2025-07": ("https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html",
+                              "AMD ROCm AI performance results, vLLM (rocm/vllm rocm6.4.1_vllm_0.9.1_20250715), 8x MI300X", "2025-07-16"),
+    "oracle-mi300x-405b": ("https://blogs.oracle.com/cloud-infrastructure/serving-llama-31-405b-model-with-amd-mi300x-gpus",
+                           "Oracle OCI blog: serving Llama 3.1 405B with AMD MI300X (vLLM benchmark_latency / benchmark_throughput)", "2024"),
+    "intel-gaudi3-perf-1.18": ("https://intel.com/content/www/us/en/developer/platform/gaudi/model-performance.html",
+                               "Intel Gaudi 3 model performance data, LLM throughput (Optimum-Habana, SynapseAI 1.18.0)", "2024-10"),
+    "intel-gaudi2-perf-1.18": ("https://intel.com/content/www/us/en/developer/platform/gaudi/model-performance-gaudi2-inference.html",
+                               "Intel Gaudi 2 model performance data, LLM throughput (Optimum-Habana, SynapseAI 1.18.0)", "2024-10"),
+}
+
+# source_id|model|gpu|n_gpus|tp|ep|attn_dp|precision|kv|engine|scenario|isl|osl|conc|max_num_seqs|out_tok_s|ttft_ms|tpot_ms|notes
+# Every number is as printed by the source, or derived from printed numbers as the notes say.
+NEW_ROWS = """
+trtllm-perf-v1.0|llama-3.3-70b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||2909|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|5000|500|||566|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|128|2048|||6651|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|2048|128|||762|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|5000|500|||898|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|128|2048|||9922|||NVIDIA NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||665|||NVIDIA NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||7326|||NVIDIA NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-405b|H200-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||3330|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-405b|H200-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||505|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-405b|B200|4|4|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||5209|||NVIDIA NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-8b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||17744|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-8b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|128|2048|||26221|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-8b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||1804|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-8b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||1351|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-8b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|5000|500|||3459|||NVIDIA fp8 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||1787|||RTX PRO 6000 Blackwell Server Edition table, 1 GPU TP1 PP1; NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|128|2048|||2422|||RTX PRO 6000 Blackwell Server Edition table, 1 GPU TP1 PP1; NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|qwen3-30b-a3b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||9910|||RTX PRO 6000 Server Edition table, TP1 PP1; NVFP4; MoE run per the doc's MoE command (attention DP + EP; ep assumed = TP)
+trtllm-perf-v1.0|qwen3-30b-a3b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|2048|128|||3257|||RTX PRO 6000 Server Edition table, TP1 PP1; NVFP4
+trtllm-perf-v1.0|qwen3-30b-a3b|RTX-PRO-6000|2|2|2|1|fp4|fp8|trtllm|max_throughput|1000|1000|||16431|||RTX PRO 6000 Server Edition table, TP2 PP1; NVFP4; attention DP + EP per the doc's MoE command (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-30b-a3b|RTX-PRO-6000|4|4|4|1|fp4|fp8|trtllm|max_throughput|1000|1000|||24046|||RTX PRO 6000 Server Edition table, TP4 PP1; NVFP4; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-30b-a3b|RTX-PRO-6000|8|8|8|1|fp4|fp8|trtllm|max_throughput|1000|1000|||31785|||RTX PRO 6000 Server Edition table, TP8 PP1; NVFP4; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||25828|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|128|2048|||37844|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|2048|128|||6251|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|qwen3-30b-a3b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||17481|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|qwen3-235b-a22b|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||23789|||fp8 checkpoint; attention DP + EP per the doc's MoE command (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-235b-a22b|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|128|2048|||42821|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-235b-a22b|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|2048|128|||3331|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-235b-a22b|H100-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||14898|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|qwen3-235b-a22b|B200|8|8|8|1|fp4|fp8|trtllm|max_throughput|1000|1000|||42391|||NVFP4 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-maverick|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||31782|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-maverick|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|2048|128|||7307|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-maverick|H100-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||9677|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-maverick|B200|8|8|8|1|fp4|fp8|trtllm|max_throughput|1000|1000|||79617|||NVFP4 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-scout|H100-SXM|4|4|4|1|fp8|fp8|trtllm|max_throughput|1000|1000|||12129|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-scout|H200-SXM|4|4|4|1|fp8|fp8|trtllm|max_throughput|1000|1000|||21636|||fp8 checkpoint; attention DP + EP (ep assumed = TP)
+trtllm-perf-v1.0|llama-4-scout|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||10591|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v0.17|llama-3.1-8b|L40S|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||4054.71|||FP8 engine (KV fp8 with FP8 quantization per the doc)
+trtllm-perf-v0.17|llama-3.1-8b|L40S|1|1|1|0|fp8|fp8|trtllm|max_throughput|128|2048|||5365.81|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-8b|L40S|1|1|1|0|fp8|fp8|trtllm|max_throughput|2048|128|||1066.52|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-8b|A100-80GB-SXM|1|1|1|0|fp16|fp16|trtllm|max_throughput|1000|1000|||3786.83|||FP16 engine
+trtllm-perf-v0.17|llama-3.1-8b|A100-80GB-SXM|1|1|1|0|fp16|fp16|trtllm|max_throughput|2048|2048|||2424.16|||FP16 engine
+trtllm-perf-v0.17|llama-3.1-8b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|2048|2048|||9488.42|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H100-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||7430.99|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H100-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||920.19|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||11451.16|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||2823.45|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|A100-80GB-SXM|4|4|1|0|fp16|fp16|trtllm|max_throughput|1000|1000|||1921.77|||FP16 engine
+trtllm-perf-v0.17|llama-3.1-70b|L40S|4|4|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||1209.25|||FP8 engine (KV fp8); PCIe, no NVLink
+trtllm-perf-v0.17|mixtral-8x7b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||6868.52|||FP8 engine; experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.17|mixtral-8x7b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||10371.36|||FP8 engine
+trtllm-perf-v0.17|mixtral-8x7b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||15770.89|||FP8 engine; experts tensor-parallel
+trtllm-perf-v0.17|mixtral-8x7b|H100-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||27784.74|||FP8 engine; experts tensor-parallel
+trtllm-perf-v0.17|mixtral-8x7b|A100-80GB-SXM|4|4|1|0|fp16|fp16|trtllm|max_throughput|1000|1000|||7122.84|||FP16 engine; experts tensor-parallel
+trtllm-perf-v0.17|mixtral-8x22b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||16573.24|||FP8 engine; experts tensor-parallel
+trtllm-serving-v0.14|llama-3.1-8b|H100-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|467|256|4|||23|8|Triton TRT-LLM backend, BF16, Poisson 2 QPS; concurrency = Little's law 2 req/s x (TTFT + 255 ITL) = 4.1; TPOT = mean ITL
+trtllm-serving-v0.14|llama-3.1-8b|H100-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|467|16|1|||19|7|2 QPS; Little's law concurrency 0.25 (rounded up to 1); TPOT = mean ITL
+trtllm-serving-v0.14|llama-3.1-8b|H100-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|202|214|3|||19|7|2 QPS; Little's law concurrency 3.0
+trtllm-serving-v0.14|llama-3.1-8b|H100-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|467|256|19|||26|9|8 QPS (8 req/s achieved); Little's law concurrency 18.6
+trtllm-serving-v0.14|llama-3.1-70b|H100-SXM|4|4|1|0|bf16|bf16|trtllm|server_slo|467|16|1|||53|18|2 QPS; Little's law concurrency 0.65 (rounded up to 1)
+trtllm-serving-v0.14|llama-3.1-70b|H100-SXM|4|4|1|0|bf16|bf16|trtllm|server_slo|202|214|9|||48|20|2 QPS; Little's law concurrency 8.6
+trtllm-serving-v0.14|llama-3.1-8b|H200-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|467|16|1|||18|5|2 QPS; Little's law concurrency 0.19 (rounded up to 1)
+trtllm-serving-v0.14|llama-3.1-8b|H200-SXM|1|1|1|0|bf16|bf16|trtllm|server_slo|467|256|3|||21|6|2 QPS; Little's law concurrency 3.1
+trtllm-serving-v0.14|llama-3.1-70b|H200-SXM|4|4|1|0|bf16|bf16|trtllm|server_slo|467|16|1|||50|15|2 QPS; Little's law concurrency 0.55 (rounded up to 1)
+trtllm-serving-v0.14|llama-3.1-70b|H200-SXM|4|4|1|0|bf16|bf16|trtllm|server_slo|202|214|7|||43|17|2 QPS; Little's law concurrency 7.3
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|128|2048||3200|13212.5|||amd/Llama-3.1-70B-Instruct-FP8-KV; 3200 prompts, max_num_seqs 3200; 'Throughput' read as output tokens/s (as row 11)
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|500|2000||2000|11376.7|||FP8-KV checkpoint; 2000 prompts at max_num_seqs 2000
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|2048|2048||1500|7252.1|||FP8-KV checkpoint; 1500 prompts at max_num_seqs 1500
+amd-rocm-perf-2025-10|llama-3.1-405b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|128|2048||1500|4201.7|||FP8-KV checkpoint; 1500 prompts at max_num_seqs 1500
+amd-rocm-perf-2025-10|llama-3.1-405b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|2048|2048||500|2153.7|||FP8-KV checkpoint; 500 prompts at max_num_seqs 500
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|fixed_concurrency|128|2048|1||||7.755|benchmark_latency batch 1: 15.882 s end to end; TPOT derived = latency / 2048 (prefill of 128 tokens included, <1%)
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|fixed_concurrency|128|2048|2||||8.757|benchmark_latency batch 2: 17.934 s; TPOT derived = latency / 2048
+amd-rocm-perf-2025-10|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|fixed_concurrency|128|2048|4||||9.027|benchmark_latency batch 4: 18.487 s; TPOT derived = latency / 2048
+amd-rocm-perf-2025-07|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|128|2048||3200|12638.9|||rocm/vllm 0.9.1 container; FP8-KV checkpoint; 'Throughput' read as output tokens/s
+amd-rocm-perf-2025-07|llama-3.1-405b|MI300X|8|8|1|0|fp8|fp8|vllm|max_throughput|128|2048||1500|3912.8|||rocm/vllm 0.9.1 container; FP8-KV checkpoint
+amd-rocm-perf-2025-07|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|fixed_concurrency|128|2048|1||||8.416|benchmark_latency batch 1: 17.236 s; TPOT derived = latency / 2048
+amd-rocm-perf-2025-07|llama-3.1-70b|MI300X|8|8|1|0|fp8|fp8|vllm|fixed_concurrency|128|2048|2||||8.817|benchmark_latency batch 2: 18.057 s; TPOT derived = latency / 2048
+oracle-mi300x-405b|llama-3.1-405b|MI300X|8|8|1|0|fp8||vllm|fixed_concurrency|128|128|1||||27.58|benchmark_latency batch 1: 3.530 s; TPOT derived = latency / 128 (prefill included, ~2%)
+oracle-mi300x-405b|llama-3.1-405b|MI300X|8|8|1|0|fp8||vllm|fixed_concurrency|128|128|8||||31.05|benchmark_latency batch 8: 3.974 s; TPOT derived = latency / 128
+oracle-mi300x-405b|llama-3.1-405b|MI300X|8|8|1|0|fp8||vllm|fixed_concurrency|128|128|64||1184|||benchmark_latency batch 64 (static batch); output tok/s as printed
+oracle-mi300x-405b|llama-3.1-405b|MI300X|8|8|1|0|fp8||vllm|max_throughput|128|2048|||2794|||benchmark_throughput.py generation-heavy case, default engine settings
+intel-gaudi3-perf-1.18|llama-3.1-8b|Gaudi3|1|1|1|0|fp8|bf16|optimum-habana|static_batch|128|128|1536||24310|||Optimum-Habana static batch 1536; fp8 weights (INC), KV precision not stated (bf16 assumed); throughput read as generated tokens/s
+intel-gaudi3-perf-1.18|llama-3.1-8b|Gaudi3|1|1|1|0|fp8|bf16|optimum-habana|static_batch|128|2048|768||18830|||static batch 768
+intel-gaudi3-perf-1.18|llama-3.1-8b|Gaudi3|1|1|1|0|fp8|bf16|optimum-habana|static_batch|2048|128|256||2652|||static batch 256
+intel-gaudi3-perf-1.18|llama-3.1-8b|Gaudi3|1|1|1|0|fp8|bf16|optimum-habana|static_batch|2048|2048|364||7405|||static batch 364
+intel-gaudi3-perf-1.18|llama-3.1-70b|Gaudi3|2|2|1|0|fp8|bf16|optimum-habana|static_batch|128|2048|450||5776|||2 HPU (DeepSpeed TP2), static batch 450
+intel-gaudi3-perf-1.18|llama-3.1-70b|Gaudi3|2|2|1|0|fp8|bf16|optimum-habana|static_batch|2048|128|223||497|||2 HPU TP2, static batch 223
+intel-gaudi3-perf-1.18|llama-3.1-70b|Gaudi3|2|2|1|0|fp8|bf16|optimum-habana|static_batch|2048|2048|175||2588|||2 HPU TP2, static batch 175
+intel-gaudi3-perf-1.18|llama-3.1-70b|Gaudi3|8|8|1|0|fp8|bf16|optimum-habana|static_batch|128|2048|600||15711|||8 HPU TP8, static batch 600
+intel-gaudi3-perf-1.18|llama-3.1-70b|Gaudi3|8|8|1|0|fp8|bf16|optimum-habana|static_batch|2048|2048|600||8946|||8 HPU TP8, static batch 600
+intel-gaudi2-perf-1.18|llama-3.1-8b|Gaudi2|1|1|1|0|fp8|bf16|optimum-habana|static_batch|128|128|2429||18201|||Optimum-Habana static batch 2429; KV bf16 assumed
+intel-gaudi2-perf-1.18|llama-3.1-8b|Gaudi2|1|1|1|0|fp8|bf16|optimum-habana|static_batch|128|2048|289||11138|||static batch 289
+intel-gaudi2-perf-1.18|llama-3.1-8b|Gaudi2|1|1|1|0|fp8|bf16|optimum-habana|static_batch|2048|128|179||2028|||static batch 179
+intel-gaudi2-perf-1.18|llama-3.1-8b|Gaudi2|1|1|1|0|fp8|bf16|optimum-habana|static_batch|2048|2048|155||5511|||static batch 155
+intel-gaudi2-perf-1.18|llama-2-70b|Gaudi2|2|2|1|0|fp8|bf16|optimum-habana|static_batch|2048|2048|78||1438|||2 HPU TP2, static batch 78
+intel-gaudi2-perf-1.18|llama-2-70b|Gaudi2|2|2|1|0|fp8|bf16|optimum-habana|static_batch|2048|128|95||310|||2 HPU TP2, static batch 95
+trtllm-perf-v0.17|llama-3.1-70b|H200-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||640.62|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||443.01|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-70b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||1512.6|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|llama-3.1-8b|L40S|1|1|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||327.97|||FP8 engine (KV fp8); PCIe card
+trtllm-perf-v0.17|llama-3.1-8b|A100-80GB-SXM|1|1|1|0|fp16|fp16|trtllm|max_throughput|20000|2000|||330.04|||FP16 engine
+trtllm-perf-v0.17|llama-3.1-405b|H200-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||535.31|||FP8 engine (KV fp8)
+trtllm-perf-v0.17|mistral-7b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||16035.66|||FP8 engine; contexts stay under Mistral-7B's 4096-token window, so whether the engine applies it does not matter
+trtllm-perf-v0.17|mistral-7b|H100-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||1373.24|||SKIP: TensorRT-LLM v0.17 ran Mistral-7B with full attention here (its 20k-token throughput equals Llama-3.1-8B's, 1351 tok/s, where a 4096 window would make it ~2.5x faster), so the row does not match the windowed model shape
+trtllm-perf-v0.17|mistral-7b|H200-SXM|1|1|1|0|fp8|fp8|trtllm|max_throughput|20000|2000|||1822.69|||SKIP: full attention in effect, as the H100 row (1822.69 vs Llama-3.1-8B's 1804.1 on H200)
+trtllm-perf-v1.0|llama-3.1-405b|GB200|4|4|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||5389|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|2048|128|||1339|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||755|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.1-405b|B200|4|4|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||672|||NVFP4 checkpoint (fp8 KV)
+trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|2048|128|||393|||RTX PRO 6000 Server Edition table, 1 GPU TP1 PP1; NVFP4
+trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||142|||RTX PRO 6000 Server Edition table, 1 GPU TP1 PP1; NVFP4
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,10 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         if not skip and (not isl or not osl):
             skip = "input or output length not given"
         conc = r["concurrency"] if s["scenario"] in ("server_slo", "fixed_concurrency", "latency") else ""
+        sid, date = LEGACY_SOURCES[i]
         out.append({
-            "row_id": i, "model": s["model"], "model_label": r["model"],
+            "row_id": i, "source_id": sid, "source_date": date, "model": s["model"], "model_label": r["model"],
             "params_b": round(spec.total_params() / 1e9, 2), "active_params_b": round(spec.active_params() / 1e9, 2),
-            "gpu": gpu, "gpu_label": r["gpu"], "n_gpus": n, "tp": s["tp"], "dp_attention": int(bool(s.get("dp"))),
+            "gpu": gpu, "gpu_label": r["gpu"], "n_gpus": n, "tp": s["tp"], "ep": s.get("ep", s["tp"] if s.get("dp") else 1),
+            "dp_attention": int(bool(s.get("dp"))),
             "precision": s["precision"], "kv_precision": s["kv"] or "", "engine": s["engine"], "engine_label": r["engine"],
             "scenario": s["scenario"], "input_len": isl, "output_len": osl, "concurrency": conc,
             "max_num_seqs": s.get("max_num_seqs", ""), "input_len_assumed": int(bool(s.get("assumed"))),
@@ -135,6 +286,33 @@ def main(argv: list[str] | None = None) -> int:
             "measured_tpot_ms": r["tpot_ms"], "use": "skip" if skip else "yes", "skip_reason": skip,
             "notes": s.get("notes", ""), "source": r["source"],
         })
+    _pin_shapes(shapes)
+    specs = {k: ModelSpec(**v) for k, v in json.loads(MODELS.read_text())["models"].items()}
+    for line in NEW_ROWS.strip().splitlines():
+        f = line.split("|")
+        if len(f) != 19:
+            print(f"error: new row has {len(f)} fields, not 19: {line[:80]}", file=sys.stderr)
+            return 1
+        (sid, model, gpu, n, tp, ep, dp, prec, kv, eng, scen, isl, osl, conc, seqs, thr, ttft, tpot, notes) = f
+        url, title, date = SOURCES[sid]
+        spec = specs[model]
+        resolve_gpu_id(gpu)
+        out.append({
+            "row_id": len(out), "source_id": sid, "source_date": date, "model": model, "model_label": model,
+            "params_b": round(spec.total_params() / 1e9, 2), "active_params_b": round(spec.active_params() / 1e9, 2),
+            "gpu": gpu, "gpu_label": gpu, "n_gpus": int(n), "tp": int(tp), "ep": int(ep), "dp_attention": int(dp),
+            "precision": prec, "kv_precision": kv, "engine": eng, "engine_label": eng, "scenario": scen,
+            "input_len": isl, "output_len": osl, "concurrency": conc, "max_num_seqs": seqs, "input_len_assumed": 0,
+            "measured_output_tokens_per_s": thr, "measured_ttft_ms": ttft, "measured_tpot_ms": tpot,
+            "use": "skip" if notes.startswith("SKIP: ") else "yes",
+            "skip_reason": notes[6:] if notes.startswith("SKIP: ") else "", "notes": "" if notes.startswith("SKIP: ") else notes,
+            "source": f"{url} ; {title}",
+        })
+    from gpuplan.perf.inference_validation import classify_regime
+
+    for r in out:
+        r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
+                                      int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, COLUMNS, lineterminator="\n")
@@ -142,10 +320,30 @@ def main(argv: list[str] | None = None) -> int:
         w.writerows(out)
     used = sum(r["use"] == "yes" for r in out)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(out)} rows, {used} usable, {len(out) - used} skipped")
+    from collections import Counter
+
+    for reg, k in sorted(Counter(r["regime"] for r in out if r["use"] == "yes").items()):
+        print(f"  {reg:<18} {k:>3} used rows")
     for r in out:
         if r["use"] == "skip":
             print(f"  skip row {r['row_id']} ({r['model_label']}): {r['skip_reason']}")
     return 0
+
+
+def _pin_shapes(shapes: dict) -> None:
+    """Pin the shape of every model a new row names (from the gpuplan preset, with its source)."""
+    from gpuplan.models import resolve_model
+
+    need = {line.split("|")[1] for line in NEW_ROWS.strip().splitlines()}
+    changed = False
+    for key in sorted(need - set(shapes)):
+        spec = resolve_model(key)
+        shapes[key] = {**spec.model_dump(exclude_defaults=True), "name": key}
+        changed = True
+    if changed:
+        doc = json.loads(MODELS.read_text())
+        doc["models"] = shapes
+        MODELS.write_text(json.dumps(doc, indent=None, separators=(", ", ": ")).replace('"models": {', '"models": {\n') + "\n")
 
 
 def _check_presets(shapes: dict) -> None:

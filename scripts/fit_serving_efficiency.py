@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Fit the serving model's shared efficiency parameters to the published runs.
 
-Reads src/gpuplan/perf/data/inference-runs.csv (scripts/build_serving_validation.py),
-fits η_bw, η_c, the TP all-reduce latency, a per-step overhead and vLLM's speed relative
-to TensorRT-LLM (robust soft-L1 loss on log errors), runs leave-one-out, and writes
-src/gpuplan/perf/data/inference-efficiency.json with the parameters and both error sets.
+Reads src/gpuplan/perf/data/inference-runs.csv (scripts/build_serving_validation.py) and fits
+eleven shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
+eta_c, the NVLink all-reduce latency, a per-step overhead, a per-layer kernel floor, the
+decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert, a
+router/permutation time per token-expert pair, the expert-parallel routing skew, and the
+speeds of vLLM and of the static-batch engine (Optimum-Habana) relative to TensorRT-LLM.
+Nothing is fitted per model or per row. Writes
+src/gpuplan/perf/data/inference-efficiency.json with the parameters and the in-sample errors;
+benchmarks/validate_serving.py measures leave-one-source-out and writes the error bands.
 
-Run by hand:  python scripts/fit_serving_efficiency.py
+Run by hand:  python scripts/fit_serving_efficiency.py [--iters 300]
 """
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import sys
@@ -19,46 +25,57 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/gpuplan/perf/data/inference-efficiency.json"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=300, help="Nelder-Mead iterations per pass (two passes)")
+    args = ap.parse_args(argv)
     from gpuplan.perf import inference_validation as v
-    from gpuplan.perf.engines import Efficiency, _UNFITTED
+    from gpuplan.perf.engines import _UNFITTED, Efficiency
 
     start = Efficiency(**{k: val for k, val in _UNFITTED.items()})
-    eff = v.fit(start=start)
+    eff = v.fit(start=start, iters=args.iters)
     ins = v.errors(eff)
-    loo = v.leave_one_out(start=start)
     params = {
         "eta_bw": round(eff.eta_bw, 4), "eta_c": round(eff.eta_c, 4),
         "allreduce_latency_us": round(eff.allreduce_latency_us, 2),
         "step_overhead_ms": round(eff.step_overhead_ms, 3),
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
+        "latency_factor": round(eff.latency_factor, 4),
+        "moe_half_tokens": round(eff.moe_half_tokens, 2),
+        "moe_pair_overhead_ns": round(eff.moe_pair_overhead_ns, 2),
+        "layer_overhead_us": round(eff.layer_overhead_us, 2),
+        "ep_hot_excess": round(eff.ep_hot_excess, 4),
         "engine_factor": {k: round(x, 4) for k, x in eff.engine_factor.items()},
     }
     doc = {
         "_doc": ("Shared serving-efficiency parameters fitted by scripts/fit_serving_efficiency.py to "
                  "inference-runs.csv. eta_bw/eta_c: achieved fraction of HBM bandwidth / dense tensor peak; "
-                 "allreduce_latency_us: fixed cost of one TP all-reduce on NVLink (x pcie_latency_factor on PCIe); "
-                 "step_overhead_ms: scheduler time per engine iteration; lowp_gemm_ratio (not fitted, formulas.md §5): "
-                 "share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: engine speed relative "
-                 "to TensorRT-LLM (reference, 1.0); engines without rows run at the mean factor."),
+                 "allreduce_latency_us: latency of one NVLink all-reduce (one-shot; two-shot pays it twice; a PCIe "
+                 "ring pays it per hop); step_overhead_ms: scheduler time per engine iteration; latency_factor: the "
+                 "decode weight stream's share of eta_bw (CUDA-graph decode, no engine factor); moe_half_tokens: "
+                 "tokens per touched expert at which grouped expert GEMMs reach half of eta_c; moe_pair_overhead_ns: "
+                 "router/permutation time per token-expert pair per MoE layer; layer_overhead_us: kernel floor per layer per step "
+                 "(CUDA-graph decode); ep_hot_excess: extra load of the busiest expert-parallel GPU from skewed "
+                 "routing (x (1 - 1/ep)); lowp_gemm_ratio (not fitted, "
+                 "formulas.md \u00a75): share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: "
+                 "speed of the per-token work relative to TensorRT-LLM (reference, 1.0); continuous-batching engines "
+                 "without rows (SGLang) run at the mean of vLLM and TensorRT-LLM."),
         "source": f"fitted {dt.date.today().isoformat()} on {len(v.fit_rows())} rows "
-                  f"({len(v.comparisons(v.fit_rows()))} comparisons)",
+                  f"({len(v.comparisons(v.fit_rows()))} comparisons) from "
+                  f"{len({r['source_id'] for r in v.fit_rows()})} sources",
+        "command": "python scripts/fit_serving_efficiency.py",
         "params": params,
         "fit_rows": [int(r["row_id"]) for r in v.fit_rows()],
-        "summary": {"in_sample": v.summarize(ins), "leave_one_out": v.summarize(loo)},
-        "rows": [
-            {**{k: e[k] for k in ("row_id", "metric", "group", "label", "measured")},
-             "predicted": round(e["predicted"], 2), "error_pct": round(100 * e["error"], 1),
-             "loo_predicted": round(l["predicted"], 2), "loo_error_pct": round(100 * l["error"], 1)}
-            for e in ins for l in loo if (l["row_id"], l["metric"]) == (e["row_id"], e["metric"])
-        ],
+        "summary": {"in_sample": v.summarize_regimes(ins)},
+        "rows": [{**{k: e[k] for k in ("row_id", "metric", "regime", "source_id", "label", "measured")},
+                  "predicted": round(e["predicted"], 2), "error_pct": round(100 * e["error"], 1)} for e in ins],
     }
     OUT.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
     print(json.dumps(params, indent=2))
-    for name, s in doc["summary"].items():
-        for g, x in s.items():
-            print(f"{name:>14} {g:<17} n={x['n']:>2}  median |err| {x['median_abs_pct']:5.1f}%  max {x['max_abs_pct']:6.1f}%")
+    for reg, fams in doc["summary"]["in_sample"].items():
+        x = fams["all"]
+        print(f"in-sample {reg:<18} n={x['n']:>3}  median APE {x['median_ape']:5.1f}%  p90 {x['p90_ape']:6.1f}%")
     return 0
 
 

@@ -97,3 +97,30 @@ def test_installed_console_script_runs_as_a_subprocess(tmp_path):
     assert len({r["provider"] for r in json.loads(ok.stdout)}) >= 8
     bad = subprocess.run(cmd + ["offers", "--gpu", "nope"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown GPU") and "Traceback" not in bad.stderr
+
+
+def test_providers_show_priced_and_spot_counts_or_why_there_is_no_price(cli):
+    code, out, err = cli("providers", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    for r in rows:
+        assert {"priced_offer_count", "spot_offer_count", "newest_as_of", "no_public_price"} <= set(r)
+        if r["priced_offer_count"]:
+            assert r["no_public_price"] is None and r["newest_as_of"]
+            assert 0 <= r["spot_offer_count"] <= r["priced_offer_count"]
+        else:  # every seed provider is priced or says why not
+            assert r["no_public_price"] and "reason not recorded" not in r["no_public_price"], r["id"]
+    code, out, _ = cli("providers")
+    assert "spot offers" in out and "newest as_of" in out
+
+
+def test_provider_records_accept_no_public_price(cli, tmp_path):
+    from gpuplan.catalog.catalog import Catalog
+    from gpuplan.catalog.gpus import all_gpus
+    from gpuplan.catalog.records import Provider
+
+    p = Provider(id="quiet", name="Quiet", kind="neocloud", no_public_price="contact sales only")
+    cat = Catalog(all_gpus(), {"quiet": p}, [], origin="test")
+    (row,) = cat.provider_summary()
+    assert row["no_public_price"] == "contact sales only" and row["priced_offer_count"] == 0
+    assert Provider(id="x", name="X", kind="neocloud").no_public_price is None

@@ -33,8 +33,8 @@ def _command_options() -> dict[str, set[str]]:
 # Commands that print no data: they serve, write files (whose content is the data) or launch.
 NO_JSON = {"web", "catalog export", "export skypilot", "export dstack", "export k8s", "report train", "report serve"}
 # Commands whose output is a table of rows: these take --csv as well.
-CSV = {"gpus", "providers", "offers", "apis", "models list", "thresholds", "testtime", "own-vs-rent",
-       "catalog status", "catalog history", "plan train", "plan serve", "plan project", "plan batch"}
+# Commands that act (calibrate, catalog import/refresh/prune/remove) print a status, not data: --json only.
+NO_CSV = NO_JSON | {"calibrate", "catalog import", "catalog refresh", "catalog prune", "catalog remove"}
 
 
 def test_version(cli):
@@ -92,16 +92,75 @@ def test_every_data_command_takes_json_and_tables_take_csv():
     opts = _command_options()
     missing_json = sorted(c for c, o in opts.items() if c not in NO_JSON and "--json" not in o)
     assert not missing_json
-    missing_csv = sorted(c for c in CSV if "--csv" not in opts[c])
+    missing_csv = sorted(c for c, o in opts.items() if c not in NO_CSV and "--csv" not in o)
     assert not missing_csv
 
 
 @pytest.mark.parametrize("args", [["thresholds", "--csv"], ["own-vs-rent", "--gpu", "H100", "--csv"],
-                                  ["catalog", "status", "--csv"]])
+                                  ["catalog", "status", "--csv"], ["tco", "--final-run-usd", "1e5", "--csv"],
+                                  ["estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "H100", "--csv"],
+                                  ["models", "show", "llama-3.1-8b", "--csv"]])
 def test_csv_has_a_header_and_rows(cli, args):
     code, out, _ = cli(*args)
     lines = out.strip().splitlines()
     assert code == 0 and len(lines) >= 2 and "," in lines[0]
+
+
+def test_record_csv_is_one_flat_row(cli):
+    """An estimate is one row: nested fields as dotted columns, the same values as --json."""
+    import csv
+    import io
+    import json
+
+    args = ("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--tokens", "1e11")
+    _, out, _ = cli(*args, "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    _, js, _ = cli(*args, "--json")
+    data = json.loads(js)
+    assert len(rows) == 1 and float(rows[0]["gpu_hours"]) == pytest.approx(data["gpu_hours"])
+    assert int(rows[0]["layout.tp"]) == data["layout"]["tp"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(capsys):
+    from gpuplan.cli.output import print_csv, print_record_csv
+
+    print_csv([{"a": "=cmd|' /C calc'!A0", "b": "+1+2", "c": "-x", "d": "@SUM(A1)", "e": -5, "f": "ok"}])
+    print_record_csv({"name": "=HYPERLINK(1)", "nested": {"v": "@x"}})
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split(",")[:4] == ["'=cmd|' /C calc'!A0", "'+1+2", "'-x", "'@SUM(A1)"]
+    assert out[1].split(",")[4:] == ["-5", "ok"]  # numbers stay numbers
+    assert out[3] == "'=HYPERLINK(1),'@x"
+
+
+def test_plan_table_fits_80_columns_and_never_splits_a_number(cli, monkeypatch):
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--limit", "8")
+    assert code == 0
+    table = [ln for ln in out.splitlines() if ln.startswith("│")]
+    assert len(table) == 8 and all(len(ln) <= 80 for ln in out.splitlines())
+    for ln in table:  # every money cell whole: "$86,021", never "$86,0" + "21" on the next line
+        cells = [c.strip() for c in ln.strip("│").split("│")]
+        assert any(re.fullmatch(r"\$[\d,]+(\.\d+)?[kMB]?", c) for c in cells), ln
+    assert "left out (--wide" in " ".join(out.split())
+    code, wide, _ = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--limit", "8", "--wide")
+    head = next(ln for ln in wide.splitlines() if "provider" in ln)
+    for column in ("region", "pricing", "layout", "p90 wall", "price age", "confidence"):
+        assert column in head
+
+
+def test_plan_table_has_a_region_column(cli):
+    code, out, _ = cli("plan", "serve", "--model", "llama-3.1-8b", "--tokens-per-month", "5B", "--limit", "3")
+    head = next(ln for ln in out.splitlines() if "provider" in ln)
+    assert code == 0 and "region" in head
+
+
+def test_nothing_fits_is_exit_1(cli):
+    code, out, _ = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--budget", "1")
+    assert code == 1
+    code, _, _ = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--budget", "1", "--json")
+    assert code == 1
 
 
 def test_plan_batch_csv(cli):

@@ -212,9 +212,9 @@ def test_lambda_reserved_cluster_is_infiniband():
 
 
 def test_cudo_is_not_an_infiniband_cluster():
-    cudo = [k for k in OFFER_KEYS if k[0] == "cudo"]
-    assert len(cudo) > 100
-    for key in cudo:
+    # Cudo's feed is no longer bundled (dead since mid-2026) but a refresh or an import can still bring
+    # its VMs: they stay unknown, never an InfiniBand cluster.
+    for key in [("cudo", "epyc-genoa_h100-sxm_8x", 8.0), ("cudo", "ice-lake_a100_4x", 4.0)]:
         d = lookup(*key)
         assert d.cluster is not True, key
         assert d.fabric != "infiniband", key

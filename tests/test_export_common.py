@@ -590,3 +590,20 @@ def test_amd_and_gaudi_serving_use_their_vendors_images():
     assert any("vllm-gaudi" in w for w in ex.warnings)
     nv = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]
     assert nv["setup"].strip() == "pip install vllm"
+
+
+def test_megatron_moe_layer_pattern_follows_the_model():
+    """Maverick alternates dense and MoE layers; DeepSeek-V3 has 3 leading dense layers."""
+    from gpuplan.export.common import megatron_model_args
+
+    result = load("train_aws_h100_spot.json")
+
+    def freq(model: str) -> str:
+        summary = dict(result.summary, model=model)
+        args = megatron_model_args(make_context(result.plans[0], summary, ExportOptions()))
+        return args[args.index("--moe-layer-freq") + 1]
+
+    mav = freq("llama-4-maverick")
+    mask = [int(x) for x in mav.strip("[]").split(",")]
+    assert len(mask) == 48 and sum(mask) == 24 and mask[0] == 0 and mask[1] == 1
+    assert freq("deepseek-v3") == "([0]*3+[1]*58)"

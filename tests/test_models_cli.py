@@ -49,6 +49,28 @@ def test_show_json_has_working(cli):
     assert "80 layers" in data["kv_working"]
 
 
+def test_show_local_attention_working(cli):
+    code, out, _ = cli("models", "show", "gemma-3-27b", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert "52 of 62 layers keep only the last 1024 tokens" in data["kv_working"]
+    spec = get_preset("gemma-3-27b")
+    per_layer = spec.kv_bytes_per_token(2.0) / 62
+    assert data["counts"]["kv_gib_per_128k_sequence_bf16"] == pytest.approx(
+        per_layer * (52 * 1024 + 10 * 131072) / 2**30)
+    code, out, _ = cli("models", "show", "llama-3.1-8b", "--json")
+    assert "kv_gib_per_128k_sequence_bf16" not in json.loads(out)["counts"]  # no window: per token x context
+
+
+def test_show_refuses_a_hybrid_config_in_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "granitemoehybrid", "num_hidden_layers": 4, "hidden_size": 64,
+                                "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128,
+                                "layer_types": ["mamba", "mamba", "mamba", "attention"]}))
+    code, out, err = cli("models", "show", str(path))
+    assert code == 2 and "not modelled" in err and len(err.strip().splitlines()) == 1
+
+
 def test_show_table_for_a_config_file(cli, tmp_path):
     from gpuplan.models.hf_config import spec_to_config
 

@@ -247,3 +247,156 @@ def test_random_dicts_give_a_spec_or_a_usage_error(cfg, start_valid):
     assert math.isfinite(spec.total_params()) and spec.total_params() > 0
     assert 0 < spec.active_params() <= spec.total_params()
     assert spec.kv_bytes_per_token(2.0) > 0
+
+
+# ---- 2025-26 families (issue 13): interleaved MoE, local/global attention, sinks, hybrids ----------------------
+# Llama-4-Maverick text_config as published (copied in TensorRT-LLM's Llama 4 tests, there cut to 2 layers).
+LLAMA4_MAVERICK = {
+    "model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+    "text_config": {
+        "attention_bias": False, "attention_chunk_size": 8192, "head_dim": 128, "hidden_act": "silu",
+        "hidden_size": 5120, "interleave_moe_layer_step": 2, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "max_position_embeddings": 1048576, "model_type": "llama4_text",
+        "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48, "num_key_value_heads": 8,
+        "num_local_experts": 128, "use_qk_norm": False, "vocab_size": 202048, "torch_dtype": "bfloat16",
+    },
+    "vision_config": {"model_type": "llama4_vision_model", "hidden_size": 1408, "num_hidden_layers": 34},
+}
+GPT_OSS_20B = {
+    "model_type": "gpt_oss", "num_hidden_layers": 24, "num_local_experts": 32, "experts_per_token": 4,
+    "vocab_size": 201088, "hidden_size": 2880, "intermediate_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "sliding_window": 128, "attention_bias": True, "tie_word_embeddings": False,
+    "max_position_embeddings": 131072, "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "quantization_config": {"quant_method": "mxfp4"},
+}
+GEMMA3_1B = {
+    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+    "sliding_window": 512, "sliding_window_pattern": 6, "max_position_embeddings": 32768,
+    "hidden_activation": "gelu_pytorch_tanh",
+}
+MINIMAX_M2 = {  # the real config.json's architecture block (attn_type_list: all softmax attention)
+    "model_type": "minimax_m2", "head_dim": 128, "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 1536,
+    "max_position_embeddings": 196608, "mlp_intermediate_size": 8192, "num_attention_heads": 48,
+    "num_experts_per_tok": 8, "num_hidden_layers": 62, "num_key_value_heads": 8, "num_local_experts": 256,
+    "shared_intermediate_size": 0, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 200064,
+    "attn_type_list": [1] * 62, "quantization_config": {"quant_method": "fp8", "fmt": "float8_e4m3fn"},
+}
+QWEN3_CODER_480B = {
+    "model_type": "qwen3_moe", "decoder_sparse_step": 1, "head_dim": 128, "hidden_size": 6144,
+    "intermediate_size": 8192, "max_position_embeddings": 262144, "mlp_only_layers": [], "moe_intermediate_size": 2560,
+    "num_attention_heads": 96, "num_experts": 160, "num_experts_per_tok": 8, "num_hidden_layers": 62,
+    "num_key_value_heads": 8, "shared_expert_intermediate_size": 0, "tie_word_embeddings": False,
+    "use_sliding_window": False, "sliding_window": None, "vocab_size": 151936,
+}
+
+
+def test_llama4_maverick_alternates_dense_and_moe_layers():
+    m = model_from_config(LLAMA4_MAVERICK)
+    assert (m.n_experts, m.n_active_experts, m.n_shared_experts, m.shared_expert_ffn_size) == (128, 1, 1, 8192)
+    assert (m.ffn_size, m.expert_ffn_size) == (16384, 8192)  # intermediate_size_mlp is the dense FFN
+    assert (m.n_dense_layers, m.n_moe_layers, m.moe_layer_step) == (24, 24, 2)
+    assert m.moe_layer_mask()[:4] == (False, True, False, True)
+    assert m.total_params() == get_preset("llama-4-maverick").total_params()
+    assert m.total_params() / 1e9 == pytest.approx(400.71, abs=0.01)  # text backbone of the 401.6B checkpoint
+    assert m.active_params() / 1e9 == pytest.approx(17.2, abs=0.1)
+    # chunked attention: 8192-token chunks on the RoPE layers, 3 of every 4
+    assert (m.local_attention_window, m.n_local_attention_layers) == (8192, 36) and m.sliding_window is None
+
+
+def test_llama4_scout_every_layer_moe():
+    cfg = json.loads(json.dumps(LLAMA4_MAVERICK))
+    cfg["text_config"].update(interleave_moe_layer_step=1, num_local_experts=16)
+    s = model_from_config(cfg)
+    assert (s.n_dense_layers, s.n_moe_layers, s.moe_layer_step) == (0, 48, 1)
+    assert s.total_params() / 1e9 == pytest.approx(107.77, abs=0.01)
+    assert s.total_params() == get_preset("llama-4-scout").total_params()
+    # an explicit moe_layers list wins over the interval
+    cfg["text_config"]["moe_layers"] = [1, 3]
+    assert model_from_config(cfg).n_moe_layers == 2
+
+
+def test_dense_layer_conventions_per_family():
+    # DeepSeek: MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0
+    ds = dict(DEEPSEEK_V2_LITE, num_hidden_layers=8, first_k_dense_replace=1, moe_layer_freq=2)
+    assert model_from_config(ds).n_moe_layers == 3  # layers 2, 4, 6
+    # Qwen-MoE: MoE where i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
+    q = dict(QWEN3_235B, num_hidden_layers=8, decoder_sparse_step=2)
+    spec = model_from_config(q)
+    assert (spec.n_moe_layers, spec.moe_layer_step) == (4, 2) and spec.moe_layer_mask()[:2] == (False, True)
+    q = dict(QWEN3_235B, mlp_only_layers=[0, 1, 93])
+    spec = model_from_config(q)
+    assert (spec.n_dense_layers, spec.moe_layer_step) == (3, 1)
+
+
+def test_gpt_oss_windows_sinks_and_experts():
+    g = model_from_config(GPT_OSS_20B)
+    assert (g.n_experts, g.n_active_experts, g.qkv_bias, g.attention_sinks) == (32, 4, True, True)
+    assert (g.local_attention_window, g.n_local_attention_layers, g.sliding_window) == (128, 12, None)
+    assert g.native_precision == "fp4"
+    assert g.total_params() == get_preset("gpt-oss-20b").total_params()
+    assert g.total_params() / 1e9 == pytest.approx(20.91, rel=0.002)
+    # sinks: one weight per head and layer
+    assert g.attention_params_per_layer() - g.model_copy(update={"attention_sinks": False}).attention_params_per_layer() == 64
+    # without layer_types: alternating from the first layer
+    no_types = {k: v for k, v in GPT_OSS_20B.items() if k != "layer_types"}
+    assert model_from_config(no_types).n_local_attention_layers == 12
+
+
+def test_gemma_local_global_patterns():
+    g3 = model_from_config(GEMMA3_1B)
+    assert (g3.local_attention_window, g3.n_local_attention_layers, g3.sliding_window) == (512, 22, None)
+    assert g3.total_params() == get_preset("gemma-3-1b").total_params()
+    typed = {k: v for k, v in GEMMA3_1B.items() if k != "sliding_window_pattern"}
+    typed["layer_types"] = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(26)]
+    assert model_from_config(typed).n_local_attention_layers == 22
+    assert model_from_config({k: v for k, v in GEMMA3_1B.items() if k != "sliding_window_pattern"}
+                             ).n_local_attention_layers == 22  # gemma3 default pattern 6
+    g2 = model_from_config(GEMMA2_9B)
+    assert (g2.local_attention_window, g2.n_local_attention_layers) == (4096, 21)
+    # all layers sliding in layer_types: one window for every layer
+    all_local = dict(MISTRAL_7B, layer_types=["sliding_attention"] * 32)
+    assert model_from_config(all_local).sliding_window == 4096
+
+
+def test_kv_cache_with_local_layers_at_long_context():
+    g = get_preset("gemma-3-27b")
+    per_layer = g.kv_bytes_per_token(2.0) / g.n_layers
+    ctx = 131072
+    expected = per_layer * (52 * 1024 + 10 * ctx)
+    assert g.kv_bytes_per_sequence(ctx, 2.0) == pytest.approx(expected)
+    assert g.kv_bytes_per_sequence(ctx, 2.0) < 0.2 * g.kv_bytes_per_token(2.0) * ctx
+    # below the window every layer keeps every token
+    assert g.kv_bytes_per_sequence(512, 2.0) == pytest.approx(g.kv_bytes_per_token(2.0) * 512)
+    full = get_preset("llama-3.1-8b")
+    assert full.kv_bytes_per_sequence(ctx) == full.kv_bytes_per_token() * ctx
+    assert get_preset("mistral-7b").kv_bytes_per_sequence(ctx) == get_preset("mistral-7b").kv_bytes_per_token() * 4096
+
+
+def test_minimax_m2_and_qwen3_coder_configs():
+    m = model_from_config(MINIMAX_M2)
+    assert (m.n_experts, m.n_active_experts, m.n_shared_experts, m.expert_ffn_size) == (256, 8, 0, 1536)
+    assert m.native_precision == "fp8" and m.n_dense_layers == 0
+    assert m.total_params() == get_preset("minimax-m2").total_params()
+    q = model_from_config(QWEN3_CODER_480B)
+    assert q.n_shared_experts == 0 and q.total_params() == get_preset("qwen3-coder-480b-a35b").total_params()
+    assert q.total_params() / 1e9 == pytest.approx(480, rel=0.01)
+    assert q.active_params() / 1e9 == pytest.approx(35, rel=0.02)
+
+
+@pytest.mark.parametrize("cfg, needle", [
+    (dict(LLAMA31_8B, model_type="granitemoehybrid", layer_types=["mamba"] * 30 + ["attention"] * 2), "mamba"),
+    (dict(LLAMA31_8B, model_type="qwen3_next"), "qwen3_next"),
+    (dict(MINIMAX_M2, model_type="minimax", attn_type_list=[0] * 7 + [1]), "lightning"),
+    (dict(LLAMA31_8B, layer_types=["linear_attention", "full_attention"] * 16), "linear_attention"),
+])
+def test_state_space_and_linear_attention_hybrids_are_refused(cfg, needle):
+    with pytest.raises(UsageError) as ei:
+        model_from_config(cfg)
+    msg = str(ei.value)
+    assert needle in msg and "\n" not in msg and "not modelled" in msg
+
+
+def test_attention_only_granite_hybrid_type_is_accepted():
+    cfg = dict(LLAMA31_8B, model_type="granitemoehybrid", layer_types=["attention"] * 32)
+    assert model_from_config(cfg).total_params() == 8_030_261_248

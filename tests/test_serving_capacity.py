@@ -92,3 +92,20 @@ def test_bad_traffic(kw):
 def test_bad_utilization(m70):
     with pytest.raises(UsageError):
         plan_capacity(m70, "H100", make_traffic(100, 100, requests_per_s=1), Targets(target_utilization=1.5))
+
+
+def test_moe_capacity_tries_attention_data_parallel():
+    m = validation_models()["deepseek-v3"]
+    traffic = make_traffic(2000, 500, requests_per_s=20)
+    plan = plan_capacity(m, "H200", traffic, Targets(max_tpot_ms=100), precision="fp8")
+    layouts = {(a["tp"], a["layout"]) for a in plan.alternatives}
+    assert (8, "tp") in layouts and (8, "attention-dp") in layouts
+    assert plan.feasible and plan.assumptions["layout"] in ("tp", "attention-dp")
+    # The plan is the feasible layout with the fewest GPUs.
+    feasible = [a for a in plan.alternatives if a["feasible"]]
+    assert plan.total_gpus == min(a["total_gpus"] for a in feasible)
+    # A fixed layout is respected, and dense models only try tensor parallelism.
+    fixed = plan_capacity(m, "H200", traffic, Targets(max_tpot_ms=100), precision="fp8", dp_attention=False)
+    assert {a["layout"] for a in fixed.alternatives} == {"tp"}
+    dense = plan_capacity(validation_models()["llama-3.1-8b"], "H100", traffic)
+    assert {a["layout"] for a in dense.alternatives} == {"tp"}

@@ -1,4 +1,5 @@
-"""Serving estimates against published runs (stated tolerances) and the fitted parameters."""
+"""Serving estimates against published runs (stated tolerances), the regimes, the fitted
+parameters, leave-one-source-out and the shipped error bands."""
 from __future__ import annotations
 
 import json
@@ -15,68 +16,122 @@ def errs():
     return {(e["row_id"], e["metric"]): e for e in v.errors(fitted_efficiency())}
 
 
-# (row, metric, tolerance): TensorRT-LLM and vLLM max-throughput rows within 25 %, latency within 30 %.
+def _row(source_id: str, model: str, gpu: str, isl: str, osl: str, conc: str = "", tp: str | None = None) -> int:
+    hits = [r for r in v.usable_rows() if r["source_id"] == source_id and r["model"] == model and r["gpu"] == gpu
+            and r["input_len"] == isl and r["output_len"] == osl and r["concurrency"] == conc
+            and (tp is None or r["tp"] == tp)]
+    assert len(hits) == 1, (source_id, model, gpu, isl, osl, conc, tp, len(hits))
+    return int(hits[0]["row_id"])
+
+
+# (regime, row locator, metric, tolerance). Throughput rows within 25 %, latency within 30 %, MoE within 40 %
+# (the weakest regimes; see the validation summary), a regression beyond these fails.
 PINNED = [
-    (4, "output_tokens_per_s", 0.25),   # Llama-3.1-8B fp8, H100, 128/128
-    (5, "output_tokens_per_s", 0.25),   # Llama-3.1-8B fp8, H100, 1000/1000
-    (7, "output_tokens_per_s", 0.25),   # Llama-3.3-70B fp8, 2xH100 TP2
-    (10, "output_tokens_per_s", 0.25),  # Llama-3.1-405B fp8, 8xH100 TP8
-    (11, "output_tokens_per_s", 0.25),  # Llama-3.1-70B fp8, 8xMI300X TP8, vLLM
-    (16, "ttft_ms", 0.30),              # 13B fp16 batch-1 A100 (FasterTransformer)
-    (16, "tpot_ms", 0.30),
-    (17, "tpot_ms", 0.30),              # same at TP2
+    ("dense_throughput", ("trtllm-perf-v1.0", "llama-3.1-8b", "H100-SXM", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("dense_throughput", ("trtllm-perf-v1.0", "llama-3.1-405b", "H100-SXM", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("dense_throughput", ("trtllm-perf-v0.17", "llama-3.1-70b", "A100-80GB-SXM", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("dense_latency", ("trtllm-serving-v0.14", "llama-3.1-8b", "H100-SXM", "467", "16", "1"), "tpot_ms", 0.30),
+    ("dense_latency", ("trtllm-serving-v0.14", "llama-3.1-70b", "H200-SXM", "467", "16", "1"), "tpot_ms", 0.30),
+    ("dense_latency", ("kipply-fastertransformer", "gpt-13b-fastertransformer", "A100-40GB-SXM", "512", "10", "1", "2"),
+     "tpot_ms", 0.30),
+    ("moe_small_active", ("trtllm-perf-v0.17", "mixtral-8x7b", "H100-SXM", "1000", "1000", "", "2"), "output_tokens_per_s", 0.40),
+    ("moe_small_active", ("trtllm-perf-v1.0", "qwen3-30b-a3b", "RTX-PRO-6000", "1000", "1000", "", "1"), "output_tokens_per_s", 0.40),
+    ("moe_large", ("trtllm-perf-v1.0", "qwen3-235b-a22b", "H200-SXM", "1000", "1000"), "output_tokens_per_s", 0.40),
+    ("moe_large", ("trtllm-perf-v1.0", "llama-4-maverick", "B200", "1000", "1000"), "output_tokens_per_s", 0.40),
+    ("amd", ("amd-rocm-perf-2025-10", "llama-3.1-70b", "MI300X", "2048", "2048"), "output_tokens_per_s", 0.30),
+    ("amd", ("amd-rocm-perf-2025-10", "llama-3.1-70b", "MI300X", "128", "2048", "1"), "tpot_ms", 0.40),
+    ("gaudi", ("intel-gaudi3-perf-1.18", "llama-3.1-70b", "Gaudi3", "128", "2048", "600"), "output_tokens_per_s", 0.25),
+    ("gaudi", ("intel-gaudi2-perf-1.18", "llama-3.1-8b", "Gaudi2", "2048", "2048", "155"), "output_tokens_per_s", 0.30),
+    ("blackwell", ("trtllm-perf-v1.0", "llama-3.3-70b", "GB200", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("blackwell", ("trtllm-perf-v1.0", "llama-3.3-70b", "RTX-PRO-6000", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("long_input", ("trtllm-perf-v1.0", "llama-3.1-405b", "H200-SXM", "20000", "2000"), "output_tokens_per_s", 0.25),
+    ("long_input", ("trtllm-perf-v0.17", "llama-3.1-70b", "H100-SXM", "20000", "2000", "", "4"), "output_tokens_per_s", 0.30),
 ]
 
 
-@pytest.mark.parametrize("row, metric, tol", PINNED)
-def test_pinned_rows(errs, row, metric, tol):
-    e = errs[(row, metric)]
+@pytest.mark.parametrize("regime, loc, metric, tol", PINNED, ids=[f"{p[0]}-{p[1][1]}-{p[1][2]}-{p[2]}" for p in PINNED])
+def test_pinned_rows(errs, regime, loc, metric, tol):
+    rid = _row(*loc)
+    e = errs[(rid, metric)]
+    assert e["regime"] == regime
     assert abs(e["error"]) <= tol, f"{e['label']} {metric}: predicted {e['predicted']:.1f} vs {e['measured']:.1f}"
 
 
-def test_max_throughput_median_within_target(errs):
-    s = v.summarize(list(errs.values()))
-    assert s["max_throughput"]["n"] >= 8
-    assert s["max_throughput"]["median_abs_pct"] <= 25.0
-
-
-def test_stored_fit_reports_loo_next_to_in_sample():
-    doc = json.loads(resources.files("gpuplan.perf.data").joinpath("inference-efficiency.json").read_text())
-    for name in ("in_sample", "leave_one_out"):
-        assert doc["summary"][name]["max_throughput"]["median_abs_pct"] <= 25.0
-    # In-sample errors in the file match a fresh prediction with the stored parameters.
-    live = v.errors(fitted_efficiency())
-    stored = {(r["row_id"], r["metric"]): r["error_pct"] for r in doc["rows"]}
-    for e in live:
-        # parameters are stored to 4 decimals: a 4000% error row moves by a few tenths
-        assert 100 * e["error"] == pytest.approx(stored[(e["row_id"], e["metric"])], abs=0.2, rel=1e-3)
-
-
-def test_parameters_are_few_and_physical():
-    eff = fitted_efficiency()
-    assert 0.5 <= eff.eta_bw <= 0.95 and 0.3 <= eff.eta_c <= 0.9
-    assert 0 < eff.allreduce_latency_us < 200 and 0 <= eff.step_overhead_ms < 20
-    assert set(eff.engine_factor) <= {"vllm", "sglang", "trtllm"} and eff.engine_factor["trtllm"] == 1.0
-
-
-def test_refit_reproduces_stored_parameters():
-    eff = v.fit(iters=300)
-    stored = fitted_efficiency()
-    assert eff.eta_bw == pytest.approx(stored.eta_bw, rel=0.05)
-    assert eff.eta_c == pytest.approx(stored.eta_c, rel=0.05)
-    assert eff.engine_factor["vllm"] == pytest.approx(stored.engine_factor["vllm"], rel=0.05)
-
-
-def test_rows_are_normalized_and_skips_have_reasons():
-    rows = v.validation_rows()
-    assert len(rows) >= 15
-    for r in rows:
-        assert r["scenario"] in {"max_throughput", "server_slo", "latency", "fixed_concurrency", "disaggregated"}
-        assert r["source"]
+def test_every_regime_is_covered_and_rows_carry_their_source():
+    rows = v.usable_rows()
+    assert len(rows) >= 60
+    for reg in v.REGIMES:
+        assert sum(r["regime"] == reg for r in rows) >= 5, reg
+    for r in v.validation_rows():
+        assert r["source"] and r["source_id"] and r["source_date"], r["row_id"]
+        assert r["scenario"] in {"max_throughput", "server_slo", "latency", "fixed_concurrency", "disaggregated",
+                                 "static_batch"}
         if r["use"] == "skip":
             assert r["skip_reason"]
         else:
             assert r["gpu"] and r["model"] in v.validation_models() and int(r["input_len"]) > 0
-    assert any("RTX PRO 6000" in r["skip_reason"] for r in rows)
+            assert r["regime"] in v.REGIMES
+            spec = v.validation_models()[r["model"]]
+            conc = int(float(r["concurrency"])) if r["concurrency"] else None
+            assert v.classify_regime(spec, r["gpu"], conc, int(r["input_len"]), r["engine"]) == r["regime"]
     # Rows with an assumed input length are validated but never fitted.
     assert all(r["input_len_assumed"] != "1" for r in v.fit_rows())
+
+
+def test_classify_regime():
+    m = v.validation_models()
+    assert v.classify_regime(m["llama-3.1-8b"], "H100", None, 1000) == "dense_throughput"
+    assert v.classify_regime(m["llama-3.1-8b"], "H100", 1, 1000) == "dense_latency"
+    assert v.classify_regime(m["llama-3.1-8b"], "H100", None, 20000) == "long_input"
+    assert v.classify_regime(m["qwen3-30b-a3b"], "H100", None, 1000) == "moe_small_active"
+    assert v.classify_regime(m["deepseek-v3"], "H200", None, 1000) == "moe_large"
+    assert v.classify_regime(m["llama-3.1-8b"], "MI325X", None, 1000) == "amd"
+    assert v.classify_regime(m["llama-3.1-8b"], "Gaudi3", None, 1000) == "gaudi"
+    assert v.classify_regime(m["llama-3.1-8b"], "H100", 64, 1000, "optimum-habana") == "gaudi"
+    assert v.classify_regime(m["llama-3.1-8b"], "RTX-PRO-6000", None, 1000) == "blackwell"
+
+
+def test_stored_fit_matches_live_predictions(errs):
+    doc = json.loads(resources.files("gpuplan.perf.data").joinpath("inference-efficiency.json").read_text())
+    stored = {(r["row_id"], r["metric"]): r["error_pct"] for r in doc["rows"]}
+    for k, e in errs.items():
+        # parameters are stored rounded: a very large error moves by a few tenths of a percent
+        assert 100 * e["error"] == pytest.approx(stored[k], abs=0.5, rel=2e-3)
+    assert doc["summary"]["in_sample"]["all"]["all"]["median_ape"] <= 15.0
+
+
+def test_parameters_are_few_and_physical():
+    eff = fitted_efficiency()
+    assert 0.5 <= eff.eta_bw <= v.ETA_BW_MAX and 0.3 <= eff.eta_c <= 0.9
+    assert eff.eta_bw * eff.latency_factor <= 1.0 + 1e-9
+    assert 0 < eff.allreduce_latency_us < 60 and 0 <= eff.step_overhead_ms < 10 and 0 <= eff.layer_overhead_us < 200
+    assert 1 <= eff.moe_half_tokens <= 512 and 0 <= eff.moe_pair_overhead_ns <= 200 and 0 <= eff.ep_hot_excess <= 1.5
+    assert set(eff.engine_factor) <= {"vllm", "sglang", "trtllm", "optimum-habana"} and eff.engine_factor["trtllm"] == 1.0
+    assert len(v._NAMES) <= 11
+
+
+def test_leave_one_source_out_never_fits_on_the_held_out_source(monkeypatch):
+    seen = []
+
+    def fake_fit(rows, start=None, iters=0, restart=True):
+        seen.append({r["source_id"] for r in rows})
+        return start
+
+    monkeypatch.setattr(v, "fit", fake_fit)
+    monkeypatch.setattr(v, "errors", lambda eff, rows: [{"source_id": r["source_id"]} for r in rows])
+    out = v.leave_one_source_out(fitted_efficiency())
+    sources = sorted({r["source_id"] for r in v.usable_rows()})
+    assert len(seen) == len(sources)
+    for held, used in zip(sources, seen):
+        assert held not in used
+    assert len(out) == len(v.usable_rows())
+
+
+def test_error_bands_ship_per_regime():
+    doc = v.error_bands()
+    assert doc["command"].startswith("python benchmarks/validate_serving.py") and doc["date"]
+    for reg in v.REGIMES:
+        b = v.error_band(reg)
+        assert b is not None and b["n"] >= 5, reg
+        assert b["p10"] <= b["p50"] <= b["p90"]
+    assert v.error_band("no-such-regime") is None

@@ -138,7 +138,7 @@ def test_bad_zip_and_bad_csv(env, cli):
     s.set("GET", "/hunt/aws/20261120-1532/catalog.zip", Reply(200, b"PK\x03\x04 not really a zip"))
     code, out, _ = cli("catalog", "refresh", "--source", "gpuhunt:aws", "--db", db)
     assert code == 1 and "not a readable zip" in out
-    s.set("GET", "/sky/v9/gcp/vms.csv", Reply(200, b"foo,bar\n1,2\n"))
+    s.set("GET", "/sky/v8/gcp/vms.csv", Reply(200, b"foo,bar\n1,2\n"))
     code, out, _ = cli("catalog", "refresh", "--source", "skypilot:gcp", "--db", db)
     assert code == 1 and "lacks column" in out
 

@@ -228,7 +228,7 @@ def test_skypilot_reads_declared_schema_and_dates_rows_by_last_modified(env, cli
     s.set("GET", "/sky/v8/lambda/vms.csv", Reply(200, fixture_bytes("skypilot_v8_lambda_vms.csv"),
                                                  {"Last-Modified": "Tue, 18 Nov 2025 07:21:09 GMT"}))
     r = get_source("skypilot:lambda").fetch(client)
-    assert any(q["path"] == "/sky/v8/lambda/vms.csv" for q in s.requests)  # not the pinned v9
+    assert any(q["path"] == "/sky/v8/lambda/vms.csv" for q in s.requests)  # the declared version
     o = by_key(r.offers)
     v100 = o[("gpu_8x_v100", "us-east-1", "on_demand")]
     assert v100.gpus_per_node == 8 and v100.price_per_hour_usd == 6.32
@@ -311,3 +311,162 @@ def test_password_in_source_url_is_never_printed_or_stored(env, cli, monkeypatch
     for f in Path(db).parent.iterdir():
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f.name
+
+
+# ---- lambda: its current host and Lambda's own documented example answer -------------------
+def test_lambda_defaults_to_cloud_lambda_ai_and_reads_the_documented_example(monkeypatch):
+    from gpuplan.catalog.sources.lambdalabs import DEFAULT_URL, LambdaSource
+
+    monkeypatch.delenv("GPUPLAN_LAMBDA_URL", raising=False)
+    assert DEFAULT_URL == "https://cloud.lambda.ai"
+    seen = []
+
+    def answer(req):
+        seen.append(req)
+        return httpx.Response(200, content=fixture_bytes("lambda_openapi_example.json"))
+    with httpx.Client(transport=httpx.MockTransport(answer)) as c:
+        r = LambdaSource(api_key="k-123").fetch(c)
+    assert str(seen[0].url) == "https://cloud.lambda.ai/api/v1/instance-types"
+    assert seen[0].headers["authorization"] == "Bearer k-123"
+    # the example carries price_cents_per_hour as a string and no specs.gpus / gpu_description:
+    # the count comes from the description ('4x RTX 6000 (24 GB)'), the GPU from its name and memory
+    (o,) = r.offers
+    assert (o.instance_type, o.gpu, o.gpus_per_node, o.region) == ("gpu_4x_a6000", "Quadro-RTX-6000", 4, "us-az-1")
+    assert o.price_per_hour_usd == pytest.approx(1.10)
+    assert r.skipped["unknown GPU 'RTX A100'"] == 1  # '1x RTX A100 (24 GB)' is no GPU: skipped, not guessed
+
+
+@pytest.mark.parametrize(("itype", "name", "count"), [
+    ({"description": "8x H100 (80 GB SXM5)"}, "gpu_8x_h100_sxm5", 8.0),
+    ({}, "gpu_2x_a6000", 2.0),
+    ({"description": "4x CPU"}, "cpu_4x_general", 4.0),
+    ({}, "cpu_4x_general", None),
+])
+def test_lambda_gpu_count_without_specs(itype, name, count):
+    from gpuplan.catalog.sources.lambdalabs import gpu_count_of
+
+    assert gpu_count_of(itype, name) == count
+
+
+# ---- runpod: stock status ------------------------------------------------------------------
+def test_runpod_asks_for_stock_and_drops_types_out_of_stock(env, client):
+    s, _db = env
+    s.set("POST", "/graphql", file_reply("runpod_gputypes_stock.json"))
+    r = get_source("runpod").fetch(client)
+    q = json.loads(next(q for q in reversed(s.requests) if q["path"] == "/graphql")["body"])["query"]
+    assert "lowestPrice(input: {gpuCount: 1})" in q and "stockStatus" in q
+    o = by_key(r.offers)
+    assert o[("1x H100 SXM secure", "", "on_demand")].price_per_gpu_hour_usd == 3.99
+    assert o[("1x H100 SXM community", "", "community")].price_per_gpu_hour_usd == 2.69
+    assert "stock Low" in o[("1x H100 SXM secure", "", "on_demand")].as_of_note
+    assert o[("1x B300 secure", "", "on_demand")].gpu == "B300"  # a live B300 is no longer dropped
+    assert not any(x.gpu == "B200" for x in r.offers) and r.skipped["out of stock at refresh"] == 1
+
+
+def test_runpod_answer_without_stock_keeps_every_type(env, client):
+    r = get_source("runpod").fetch(client)  # runpod_gputypes.json: no lowestPrice field at all
+    assert r.offers and "out of stock at refresh" not in r.skipped
+
+
+# ---- skypilot: aggregated confidence, real v8 rows -----------------------------------------
+def test_skypilot_rows_are_aggregated_and_priced_as_upstream(env, client, monkeypatch):
+    s, _db = env
+    monkeypatch.setenv("GPUPLAN_SKYPILOT_CONSTANTS_URL", f"{s.url}/skyconst/constants.py")
+    s.set("GET", "/skyconst/constants.py", Reply(200, b"CATALOG_SCHEMA_VERSION = 'v8'\n"))
+    s.set("GET", "/sky/v8/lambda/vms.csv", Reply(200, fixture_bytes("skypilot_v8_lambda_vms.csv"),
+                                                 {"Last-Modified": "Tue, 18 Nov 2025 07:21:09 GMT"}))
+    r = get_source("skypilot:lambda").fetch(client)
+    assert {x.confidence for x in r.offers} == {"aggregated"}
+    o = by_key(r.offers)
+    assert o[("gpu_8x_h100_sxm5", "us-east-1", "on_demand")].price_per_gpu_hour_usd == pytest.approx(3.99)
+    assert o[("gpu_1x_b200_sxm6", "us-east-1", "on_demand")].gpu == "B200"
+
+
+def test_skypilot_fallback_version_is_the_one_skypilot_reads():
+    from gpuplan.catalog.sources.skypilot import clouds
+
+    table = clouds()
+    assert table["aws"]["version"] == table["lambda"]["version"] == "v8"
+    assert table["cudo"]["default"] == "0"  # peers stopped reading the Cudo feed in mid-2026
+
+
+# ---- gpuhunt: on by default for the providers it covers -------------------------------------
+def test_gpuhunt_is_a_default_source_for_the_providers_it_covers():
+    from gpuplan.catalog.sources import default_source_names
+
+    names = default_source_names()
+    for slug in ("aws", "azure", "gcp", "lambdalabs", "nebius", "oci", "runpod"):
+        assert f"gpuhunt:{slug}" in names
+
+
+def test_gpuhunt_rows_are_aggregated(env, client):
+    r = get_source("gpuhunt:runpod").fetch(client)
+    assert r.offers and {x.confidence for x in r.offers} == {"aggregated"}
+    assert all(x.as_of == dt.date(2026, 11, 21) for x in r.offers)  # the build's date, not today
+
+
+# ---- refresh behind a dead proxy -----------------------------------------------------------
+def test_refresh_behind_a_dead_proxy_ends_within_the_deadline(cli, monkeypatch, tmp_path):
+    """A proxy that accepts connections and never answers (a black-holed corporate proxy): every
+    default source, real hosts, must fail within the overall deadline with the previous data kept."""
+    import socket
+
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(64)  # the kernel completes the handshakes; nobody ever reads or answers
+    proxy = f"http://127.0.0.1:{dead.getsockname()[1]}"
+    for k in ("GPUPLAN_VAST_URL", "GPUPLAN_RUNPOD_URL", "GPUPLAN_AZURE_URL", "GPUPLAN_VULTR_URL", "GPUPLAN_LAMBDA_URL",
+              "GPUPLAN_SKYPILOT_URL", "GPUPLAN_GPUHUNT_URL", "NO_PROXY", "no_proxy", "LAMBDA_API_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    for k in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(k, proxy)
+    monkeypatch.setenv("GPUPLAN_CONFIG", str(tmp_path / "no-config.toml"))
+    monkeypatch.setenv("GPUPLAN_HTTP_TIMEOUT_S", "20")  # the defaults: 20 s x 3 tries per source
+    monkeypatch.delenv("GPUPLAN_HTTP_RETRIES", raising=False)
+    db = str(tmp_path / "s.db")
+    try:
+        t0 = time.perf_counter()
+        code, out, err = cli("catalog", "refresh", "--db", db, "--timeout", "2", "--json")
+        took = time.perf_counter() - t0
+    finally:
+        dead.close()
+    assert took < 5, took  # 2 s deadline plus the store's own work
+    rows = json.loads(out)["outcomes"]
+    assert code != 0 and len(rows) >= 14
+    assert {r["status"] for r in rows} <= {"failed", "skipped"}
+    assert all("deadline" in r["why"] for r in rows if r["status"] == "failed")
+
+
+# ---- live GPU names the spec table must resolve (audit §1.6.5, §1.1.5) ---------------------
+@pytest.mark.parametrize(("name", "mem_gb", "gpu"), [
+    ("RTX PRO 6000 S", 96, "RTX-PRO-6000"),  # Vast: Server Edition
+    ("RTX PRO 6000 WS", 96, "RTX-PRO-6000-WS"),  # Vast: Workstation Edition
+    ("RTXPRO6000WS", 96, "RTX-PRO-6000-WS"),  # SkyPilot's Vast buckets
+    ("RTX6000", 24, "Quadro-RTX-6000"),  # SkyPilot's Lambda name
+    ("RTX 5090", 32, "RTX-5090"),
+    ("B300", None, "B300"), ("GB300", None, "GB300"), ("H20", None, "H20"), ("MI355X", None, "MI355X"),
+    ("A100 PCIE", 40, "A100-40GB-PCIe"),  # a 40 GB PCIe bucket is not an A100-40GB-SXM
+    ("A100 PCIE", 80, "A100-80GB-PCIe"),
+])
+def test_live_gpu_names_resolve(name, mem_gb, gpu):
+    from gpuplan.catalog.sources.base import resolve_offer_gpu
+
+    assert resolve_offer_gpu(name, mem_gb, name) == gpu
+
+
+def test_skypilot_gcp_spot_only_machine_types_get_no_on_demand_offer(env, client):
+    """Google sells a3-highgpu-1g/2g/4g, a3-ultragpu and a4 only as Spot / Flex-start (gpuhunt's gcp.py
+    filters their on-demand rows): SkyPilot's catalog price for them is not an on-demand offer."""
+    s, _db = env
+    rows = ("InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,"
+            "SpotPrice\n"
+            "a3-highgpu-1g,26.0,234.0,,,,us-central1,us-central1-a,1.0,0.5\n"
+            "a3-highgpu-8g,208.0,1872.0,,,,us-central1,us-central1-a,8.0,4.0\n"
+            ",,,H100,1,,us-central1,us-central1-a,10.0,2.5\n"
+            ",,,H100,8,,us-central1,us-central1-a,80.0,20.0\n")
+    s.set("GET", "/sky/v8/gcp/vms.csv", Reply(200, rows.encode(), {"Last-Modified": "Tue, 18 Nov 2025 07:21:09 GMT"}))
+    r = get_source("skypilot:gcp").fetch(client)
+    got = {(o.instance_type, o.pricing) for o in r.offers}
+    assert ("a3-highgpu-1g", "spot") in got and ("a3-highgpu-1g", "on_demand") not in got
+    assert ("a3-highgpu-8g", "on_demand") in got
+    assert r.skipped["GCP sells this machine type as Spot / Flex-start only (no on-demand)"] == 1

@@ -193,3 +193,44 @@ def test_layout_search_cache_gives_the_same_grid_as_a_fresh_search():
     assert len(te._SEARCH_CACHE) == 1 and tiny.fits.any()
     grid(1e11)
     assert len(te._SEARCH_CACHE) == 2
+
+
+# ---- CLI: step-time questions without tokens, distillation, partial recompute, rounded batch ---
+def test_cli_step_time_without_tokens_or_gpus(cli):
+    import json
+
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["step_time_s"] > 0 and 0 < d["mfu"] < 1
+    assert any("throughput per GPU" in n for n in d["notes"])
+
+
+def test_cli_teacher_and_partial_recompute(cli):
+    import json
+
+    args = ("estimate", "train", "--model", "llama-3.2-1b", "--gpu", "H100", "--gpus", "16", "--tokens", "1e10",
+            "--json")
+    code, out, err = cli(*args)
+    plain = json.loads(out)
+    code, out, err = cli(*args, "--teacher", "llama-3.1-8b")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["flops"] > 2.5 * plain["flops"] and d["gpu_hours"] > plain["gpu_hours"]
+    assert d["assumptions"]["teacher"] == "llama-3.1-8b" and d["memory"]["teacher"] > 0
+    code, out, err = cli(*args, "--recompute", "full", "--recompute-layers", "4")
+    assert code == 0, err
+    assert json.loads(out)["assumptions"]["recompute_layers"] == 4
+    code, out, err = cli(*args, "--recompute-layers", "4")
+    assert code != 0 and "--recompute full" in (out + err)
+    code, out, err = cli(*args, "--teacher", "no-such-model")
+    assert code != 0 and "Traceback" not in err
+
+
+def test_given_global_batch_is_rounded_and_said():
+    e = estimate_training("llama-3.1-8b", pretraining(1e11, seq_len=4096, global_batch=1000), "H100", 48,
+                          n_runners_up=0)
+    assert e.layout.global_batch % (e.layout.dp * e.layout.micro_batch) == 0
+    assert e.layout.global_batch >= 1000
+    if e.layout.global_batch != 1000:
+        assert any("rounded" in n for n in e.notes)

@@ -44,3 +44,130 @@ def test_hours_basis_decides_whether_goodput_applies():
     wall = prepare_row(rows["OPT-175B"])
     assert steady.row["hours_basis"] == "steady" and not includes_downtime(steady)
     assert wall.row["hours_basis"] == "wall" and includes_downtime(wall)
+
+
+# ---- MoE, long-context, small-model, QLoRA and distillation physics (issue 13) ----------------
+import numpy as np  # noqa: E402
+
+from gpuplan.perf.layout_search import _select  # noqa: E402
+from gpuplan.perf.training_estimate import estimate_training  # noqa: E402
+from gpuplan.perf.training_time import gpu_features, step_time_s  # noqa: E402
+from gpuplan.perf.workload import finetuning, pretraining, with_teacher  # noqa: E402
+
+
+def _step(preset, wl, gpu="H100", *, t=1, p=1, d=8, c=1, e=1, b=1, rc=0, z=1, v=1, batch=None, gpn=8, inter=50e9,
+          attention="causal"):
+    from gpuplan.catalog.gpus import get_gpu
+
+    eff = default_efficiency()
+    shape = model_shape(get_preset(preset))
+    feats = _select(gpu_features([get_gpu(gpu)], wl.precision, gpn, eff), 0)
+    return step_time_s(shape, wl, feats, eff, t, p, d, c, e, b, rc, z, v, batch or d * b * 4, gpn, inter,
+                       attention=attention)
+
+
+def test_expert_parallelism_feeds_each_expert_more_rows():
+    wl = pretraining(1e12, seq_len=4096)
+    no_ep = _step("deepseek-v3", wl, t=1, p=16, d=8, e=1)
+    ep8 = _step("deepseek-v3", wl, t=1, p=16, d=8, e=8)
+    # 256 experts top-8: without EP each expert sees 128 rows per micro-batch, with EP=8 1024.
+    assert float(ep8["compute"]) < 0.8 * float(no_ep["compute"])
+    assert float(ep8["ep"]) > 0 == float(no_ep["ep"])
+
+
+def test_all_to_all_across_nodes_costs_more_than_inside():
+    wl = pretraining(1e12, seq_len=4096)
+    inside = _step("qwen3-30b-a3b", wl, d=8, e=8)
+    across = _step("qwen3-30b-a3b", wl, d=16, e=16)
+    per_mb = lambda r: float(r["ep"]) / float(r["micro_batches"])  # noqa: E731
+    assert per_mb(across) > 2 * per_mb(inside)
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "llama-4-maverick"])
+def test_moe_search_uses_expert_parallelism(model):
+    e = estimate_training(model, pretraining(14.8e12), "H100", 2048, n_runners_up=0)
+    assert e.fits and e.layout.ep > 1
+    assert 0.12 < e.mfu < 0.5
+
+
+def test_attention_is_timed_whatever_the_mfu_convention():
+    wl = pretraining(1e12, seq_len=65536, global_batch=64)
+    causal = _step("llama-3.1-8b", wl, t=4, d=2, c=4, batch=64, attention="causal")
+    none = _step("llama-3.1-8b", wl, t=4, d=2, c=4, batch=64, attention="none")
+    assert float(none["total"]) == pytest.approx(float(causal["total"]))
+    short = _step("llama-3.1-8b", pretraining(1e12, seq_len=4096, global_batch=1024), t=4, d=2, c=1, batch=1024)
+    # Per token and GPU, 64k sequences cost far more than 4k ones (attention grows with the context).
+    assert float(causal["total"]) * 32 / (64 * 65536) > 1.5 * float(short["total"]) * 8 / (1024 * 4096)
+    # The ring hides behind attention on NVLink; over a slow inter-node link it shows.
+    slow = _step("llama-3.1-8b", wl, t=4, d=1, c=16, batch=64, inter=1e9)
+    assert float(slow["cp"]) > 0.05 * float(slow["total"]) and float(causal["cp"]) < float(slow["cp"])
+
+
+def test_small_models_pay_fixed_costs_per_layer():
+    eff = default_efficiency()
+    assert eff.layer_overhead_us > 0
+    wl = pretraining(1e12, seq_len=2048, global_batch=64)
+    tiny = _step("qwen3-0.6b", wl, d=8, b=1, batch=64)
+    big = _step("llama-3.1-70b", wl, t=8, d=1, b=1, batch=64)
+    floor = 28 * eff.layer_overhead_us * 1e-6 * float(tiny["micro_batches"])
+    assert float(tiny["compute"]) > floor
+    # The floor is a much larger share of the small model's step than of the big one's.
+    assert floor / float(tiny["total"]) > 5 * (80 * eff.layer_overhead_us * 1e-6 * 8) / float(big["total"])
+
+
+def test_qlora_dequantisation_is_paid_per_micro_batch():
+    lora = finetuning("lora", tokens=1e9, seq_len=2048)
+    qlora = finetuning("qlora", tokens=1e9, seq_len=2048)
+    d_small = float(_step("llama-3.1-8b", qlora, d=1, b=1, batch=8)["total"]) - float(
+        _step("llama-3.1-8b", lora, d=1, b=1, batch=8)["total"])
+    d_large = float(_step("llama-3.1-8b", qlora, d=1, b=8, batch=8)["total"]) - float(
+        _step("llama-3.1-8b", lora, d=1, b=8, batch=8)["total"])
+    assert d_small > 0 and d_large > 0
+    assert d_small == pytest.approx(8 * d_large, rel=0.05)  # 8 micro-batches dequantise 8 times
+
+
+def test_distillation_counts_the_teacher():
+    from gpuplan.models import get_preset as preset
+
+    base = pretraining(1e11, seq_len=4096, global_batch=256)
+    wl = with_teacher(base, preset("llama-3.1-8b"))
+    a = estimate_training("llama-3.2-1b", base, "H100", 64, n_runners_up=0)
+    b = estimate_training("llama-3.2-1b", wl, "H100", 64, n_runners_up=0)
+    assert b.flops == pytest.approx(a.flops + wl.teacher_forward_flops_per_token * 1e11)
+    assert wl.teacher_forward_flops_per_token > 2 * 7e9
+    assert b.gpu_hours > 1.5 * a.gpu_hours
+    assert b.memory["teacher"] > 2 * 8e9 / 1e9 * 0.9 / (b.layout.tp * b.layout.pp) and a.memory["teacher"] == 0
+
+
+def test_partial_recompute_sits_between_none_and_full():
+    from gpuplan.perf.training_memory import memory_breakdown_bytes
+
+    shape = model_shape(get_preset("llama-3.1-70b"))
+    wl = pretraining(1e12, seq_len=8192, global_batch=64)
+    part = wl.model_copy(update={"recompute_layers": 10})
+    mem = lambda w, rc: float(memory_breakdown_bytes(shape, w, 8, 4, 2, 1, 1, 1, rc, 1, 1)["total"])  # noqa: E731
+    assert mem(wl, 2) < mem(part, 2) < mem(wl, 0)
+    step = lambda w, rc: float(_step("llama-3.1-70b", w, t=8, p=4, d=2, rc=rc, batch=64)["compute"])  # noqa: E731
+    assert step(wl, 0) < step(part, 2) < step(wl, 2)
+
+
+def test_default_count_is_efficient_not_a_deadline_artefact():
+    from gpuplan.perf.training_estimate import (EFFICIENT_SLACK, REASONABLE_WALL_DAYS, default_counts,
+                                                estimate_training_grid)
+
+    for model, tokens in (("llama-3.1-8b", 2e12), ("llama-3.1-70b", 15e12)):
+        wl = pretraining(tokens, seq_len=4096)
+        e = estimate_training(model, wl, "H100", n_runners_up=0)
+        grid = estimate_training_grid(model, wl, ["H100"], default_counts())
+        gh = np.where(grid.fits[0], grid.gpu_hours[0], np.inf)
+        in_time = grid.wall_hours[0] <= REASONABLE_WALL_DAYS * 24
+        if in_time.any():  # the most efficient count among those finishing in a reasonable time
+            assert e.wall_days <= REASONABLE_WALL_DAYS
+            assert e.gpu_hours <= float(np.min(gh[in_time])) * 1.006
+        else:  # the fastest count that wastes at most the slack
+            assert e.gpu_hours <= float(np.min(gh)) * (1 + EFFICIENT_SLACK) * 1.001
+    # A deadline still rules when it is given.
+    wl8 = pretraining(2e12, seq_len=4096)
+    sensible = estimate_training("llama-3.1-8b", wl8, "H100", n_runners_up=0)
+    fast = estimate_training("llama-3.1-8b", wl8, "H100", deadline_days=2, n_runners_up=0)
+    assert fast.wall_days <= 2 < sensible.wall_days and fast.n_gpus > sensible.n_gpus

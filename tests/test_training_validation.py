@@ -1,65 +1,220 @@
-"""Training estimator vs published measurements (perf/data/training-runs.csv).
+"""Training estimator vs published measurements (perf/data/training-runs.csv), per regime.
 
-Pinned rows use looser tolerances than the benchmark shows (benchmarks/validate_training.py),
-so a regression in the model fails here while refits that keep the published accuracy pass.
+Pinned rows: two or three per regime, each within a stated tolerance: today's error (in the comments) plus about 10
+points, at least 15 %, so a regression in the model fails here
+(refresh the pins when the physics improves). Regimes the estimator is
+known to get badly wrong are pinned by a guard on the ratio predicted/measured that today's value passes with a
+margin: it fails if the miss grows, not if it shrinks. The leave-one-source-out machinery is tested on a small
+synthetic linear model and four real rows (the full run takes a minute or more; it is not run here).
 """
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from importlib import resources
+from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from gpuplan.perf.efficiency import FITTED_NAMES, default_efficiency
-from gpuplan.perf.training_validation import (err_pct, evaluate, fit_throughput, load_rows, predict, prepare_row,
-                                              summarize)
+from gpuplan.perf.error_bands import REGIMES, band_for, classify_fields, classify_training, time_band
+from gpuplan.perf.training_validation import (Linearized, err_pct, held_out_predictions, load_rows, predict,
+                                              prepare_row, row_gpu, row_model, source_groups)
+from gpuplan.perf.training_shape import model_shape
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _row(number: int) -> dict:
-    return next(r for r in load_rows() if int(r["row"]) == number)
+def _row(name: str) -> dict:
+    """The row of that name; "name#k" = the k-th row of that name (rows of one table can share a name)."""
+    base, _, k = name.partition("#")
+    hits = [r for r in load_rows() if r["name"] == base]
+    assert len(hits) >= int(k or 1), name
+    return hits[int(k or 1) - 1]
 
 
-@pytest.fixture(scope="module")
-def throughput_preps():
-    return [p for p in (prepare_row(r) for r in load_rows() if r["row_type"] == "THROUGHPUT") if p is not None]
+def _ratio(name: str) -> float:
+    p = prepare_row(_row(name))
+    assert p is not None
+    pred, _ = predict(p, default_efficiency())
+    return pred / p.measured
 
 
-# (row, tolerance %): a spread of GPU generations, sizes and layouts.
+# (row name, regime, tolerance %): today's error (shipped parameters, 2026-11-23) in the comment; "#2" = the second
+# row of that name
 PINNED = [
-    (9, 25.0),   # Llama-3.1-405B full run, 16,384 H100: GPU-hours
-    (16, 25.0),  # Pythia-6.9B full run, 128 A100-40GB
-    (17, 25.0),  # PaLM-540B full run, TPU v4 (validation-only specs)
-    (24, 15.0),  # Llama-3.1-405B TP8 PP16 DP64 step time
-    (34, 15.0),  # Megatron 1T weak scaling (TFLOP/s -> step time, recompute counted)
-    (43, 15.0),  # Korthikanti 1T, SP + selective recompute
-    (54, 15.0),  # Nemotron-4-340B DGXC recipe
-    # Llama-3-70B LoRA DGXC recipe: +20% (pessimistic) since LoRA keeps the memory-bound share of the step and
-    # the adapters' traffic (held-out H100 LoRA rows went from -28% to +2%); NVIDIA's fused kernels beat that.
-    (55, 25.0),
+    ("Llama-3.1-405B", "dense", 30.0),  # +16 %: whole run, 16,384 H100, GPU-hours
+    ("Llama-3.1-405B (layout benchmark)", "dense", 15.0),  # -4 %: TP8 PP16 DP64 step time
+    ("Nemotron-4-340B (NVIDIA DGXC recipe)", "dense", 15.0),  # -0 %
+    ("Pythia-1B", "small", 20.0),  # -5 %: whole run, steady-state hours
+    ("SmolLM3-3B", "small", 25.0),  # +11 %: whole run, 384 H100 x 24 days
+    ("MPT-1b seq 2048 x8 H100 BF16 (LLM Foundry)", "small", 15.0),  # -1 %
+    ("DeepSeek-V3 (pre-training)", "moe", 20.0),  # +6 %: 2.664M H800-hours
+    ("DeepSeekV3 DGX-GB200 MXFP8 (NeMo 26.02)", "moe", 20.0),  # +5 %
+    ("Qwen3_30B_a3B DGX-GB200 MXFP8 (NeMo 26.02)", "moe", 15.0),  # +1 %
+    ("Qwen3_235B_a22B DGX-GB200 MXFP8 (NeMo 26.02)", "moe", 15.0),  # +0 %
+    ("Llama-3.1-405B (layout benchmark)#2", "long_context", 25.0),  # +11 %: seq 131072, CP16
+    ("LLAMA2-7B seq 128K CP4 H100-SXM FP8 (NeMo long sequence)", "long_context", 45.0),  # +30 %
+    ("MPT-7b seq 32768 x8 H100 BF16 (LLM Foundry)", "long_context", 40.0),  # -27 %
+    ("LLAMA2-70B LoRA DGX-H100 FP8 (NeMo 24.07)", "lora", 30.0),  # +16 %
+    ("MLPerf Llama-2-70B LoRA (GovReport) B200 x8 (T51-LORA8-B200)", "lora", 35.0),  # +21 %
+    ("MLPerf Llama-2-70B LoRA (GovReport) GB200 x8 (T50-LORA8-GB200)", "lora", 20.0),  # +6 %
+    ("LLAMA3_70B DGX-H100 FP8 (NeMo 26.02)", "fp8", 15.0),  # -1 %
+    ("LLAMA3-8B pretrain DGX-H100 FP8 (NeMo 24.07)", "fp8", 20.0),  # -9 %
+    ("LLAMA3_8B DGX-GB200 FP8-CS (NeMo 25.11)", "blackwell", 15.0),  # -3 %
+    ("LLAMA3_70B DGX-GB200 MXFP8 (NeMo 26.02)", "blackwell", 30.0),  # -17 %
+    ("LLaMA V3.1 8B Gaudi2 x8 FP8 (gaudi2-perf-1.19)", "gaudi", 25.0),  # -11 %
+    ("LLaMA V3.1 70B Gaudi2 x64 FP8 (gaudi2-perf-1.18)", "gaudi", 15.0),  # -2 %
+    ("MLPerf Llama-2-70B LoRA (GovReport) MI300X x8 (T51-LORA8-MI300X)", "amd", 15.0),  # -5 %
+    ("MLPerf Llama-2-70B LoRA (GovReport) MI355X x8 (T51-LORA8-MI355X)", "amd", 15.0),  # +4 %
+]
+
+# Known misses (issue 13), guarded so they cannot grow: (row name, lowest and highest allowed predicted/measured)
+KNOWN_MISSES = [
+    ("Llama-3.2-1B", 0.15, 1.5),  # 0.23 today: the 1B whole run cost far more than its FLOPs suggest
+    ("GPT-2-124M (llm.c)", 0.5, 4.5),  # 3.59: a 124M model at ~60 % MFU; predicted far slower (and goodput on 90 min)
+    ("LLAMA2-7B seq 1024K CP32 H100-SXM FP8 (NeMo long sequence)", 0.5, 3.8),  # 3.01: CP ring / attention cost
+    ("LLAMA3-8B seq 1024K CP16 B200 FP8 (NeMo long sequence)", 0.5, 3.0),  # 2.27
+    ("Qwen3_235B_a22B DGX-H100 FP8 (NeMo 26.02)", 0.5, 3.0),  # 1.21 (2.43 before the MoE changes)
 ]
 
 
-@pytest.mark.parametrize("row,tol", PINNED)
-def test_pinned_rows(row, tol):
-    p = prepare_row(_row(row))
+@pytest.mark.parametrize("name,regime,tol", PINNED)
+def test_pinned_rows(name, regime, tol):
+    row = _row(name)
+    assert row["regime"] == regime
+    p = prepare_row(row)
     assert p is not None and p.fits
     pred, _ = predict(p, default_efficiency())
-    assert abs(err_pct(pred, p.measured)) <= tol, (row, pred, p.measured)
+    assert abs(err_pct(pred, p.measured)) <= tol, (name, pred, p.measured)
 
 
-def test_throughput_accuracy(throughput_preps):
-    s = summarize(evaluate(throughput_preps, default_efficiency()))["THROUGHPUT"]
-    assert s["n"] >= 20
-    assert s["median_abs_pct"] <= 10.0  # target; measured 5.3 %
-    assert s["p90_abs_pct"] <= 30.0
+@pytest.mark.parametrize("name,lo,hi", KNOWN_MISSES)
+def test_known_misses_do_not_grow(name, lo, hi):
+    assert lo <= _ratio(name) <= hi
 
 
-def test_fit_is_reproducible(throughput_preps):
-    """Refitting the compute parameters on the shipped rows lands on the shipped values."""
-    shipped = default_efficiency()
-    refit = fit_throughput(throughput_preps, shipped.with_params(eta_max=0.6, h_half=1200.0, tp_exposed=0.5))
-    assert refit.eta_max == pytest.approx(shipped.eta_max, rel=0.05)
-    assert refit.h_half == pytest.approx(shipped.h_half, rel=0.25)
+def test_every_regime_is_pinned():
+    assert {g for _, g, _ in PINNED} == set(REGIMES)
+
+
+def test_rows_are_normalized():
+    rows = load_rows()
+    used = [r for r in rows if r["use"] == "1"]
+    assert len(used) >= 150
+    kinds = {r["row_type"] for r in rows}
+    assert kinds == {"FULL", "THROUGHPUT", "PROJECTION", "BENCHMARK"}
+    for r in rows:
+        assert r["source"] and r["source_id"] and r["source_date"][:2] in ("19", "20")
+        if r["use"] == "1":
+            assert r["gpu_id"] and (r["model_ref"] or r["total_params"]) and r["regime"] in REGIMES
+        else:
+            assert r["skip_reason"]
+    per = {g: sum(r["regime"] == g for r in used) for g in REGIMES}
+    assert per["moe"] >= 15 and per["fp8"] >= 15 and per["lora"] >= 15 and per["blackwell"] >= 15
+    assert per["gaudi"] >= 10 and per["small"] >= 10 and per["dense"] >= 15
+    assert len({r["source_id"] for r in used}) >= 25
+
+
+def test_regime_column_matches_the_classifier():
+    """The CSV's regime is the planner's rule applied to the row (so bands are looked up consistently)."""
+    for r in load_rows():
+        if r["use"] != "1":
+            continue
+        spec, gpu = row_model(r), row_gpu(r)
+        got = classify_fields(is_moe=spec.n_experts > 0, active_params=model_shape(spec).active_params,
+                              gpu_vendor=gpu.vendor, gpu_id=gpu.id, seq_len=int(float(r["seq_len"] or 2048)),
+                              method=r["method"] or "full", precision=r["precision"] or "bf16")
+        assert got == r["regime"], r["name"]
+
+
+def test_classifier_order():
+    base = dict(is_moe=False, active_params=70e9, gpu_vendor="NVIDIA", gpu_id="H100-SXM", seq_len=8192)
+    assert classify_fields(**base) == "dense"
+    assert classify_fields(**base, precision="fp8") == "fp8"
+    assert classify_fields(**{**base, "gpu_id": "B200"}, precision="fp8") == "blackwell"
+    assert classify_fields(**{**base, "active_params": 3e9}) == "small"
+    assert classify_fields(**{**base, "seq_len": 65536}) == "long_context"
+    assert classify_fields(**base, method="qlora") == "lora"
+    assert classify_fields(**{**base, "is_moe": True}, method="lora") == "moe"
+    assert classify_fields(**{**base, "is_moe": True, "gpu_vendor": "AMD", "gpu_id": "MI300X"}) == "amd"
+    assert classify_fields(**{**base, "gpu_vendor": "Intel", "gpu_id": "Gaudi3"}) == "gaudi"
+
+
+def test_classify_training_from_a_request():
+    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.models import resolve_model
+    from gpuplan.perf.workload import make_workload
+
+    wl = make_workload(kind="pretrain", tokens=1e12, seq_len=4096, precision="bf16")
+    assert classify_training(resolve_model("qwen3-30b-a3b"), get_gpu("H100-SXM"), wl) == "moe"
+    assert classify_training(resolve_model("llama-3.1-70b"), get_gpu("H100-SXM"), wl) == "dense"
+    assert classify_training(resolve_model("llama-3.2-1b"), get_gpu("H100-SXM"), wl) == "small"
+    assert classify_training(resolve_model("llama-3.1-70b"), get_gpu("MI300X"), wl) == "amd"
+
+
+def _fake(source: str, kind: str = "THROUGHPUT", measured: float = 1.0):
+    return SimpleNamespace(kind=kind, measured=measured, n=8,
+                           row={"source_id": source, "row": 0, "hours_basis": "", "regime": "dense"})
+
+
+def _lin(rows: int, jac: float = 1.0) -> Linearized:
+    """One fitted parameter (eta_max 0.6, step 0.06); every row's log prediction moves by `jac` per step."""
+    return Linearized(names=["eta_max"], theta=np.array([0.6]), step=np.array([0.06]), logp=np.zeros(rows),
+                      jac=np.full((rows, 1), jac))
+
+
+def test_loso_drops_every_row_of_a_source():
+    """Source A's four rows want the parameter one step up, source B's two rows one step down. Leaving out one A row
+    still fits A (three A rows outvote B); leaving out all of A must fall back to B's fit."""
+    preps = [_fake("A", measured=np.e) for _ in range(4)] + [_fake("B", measured=1 / np.e) for _ in range(2)]
+    eff = default_efficiency()
+    groups = source_groups(preps)
+    assert sorted(map(len, groups)) == [2, 4]
+    loso = held_out_predictions(preps, _lin(6), eff, groups, exact=False)
+    assert np.allclose(loso[:4], 1 / np.e, rtol=1e-3)  # A predicted with B's fit
+    assert np.allclose(loso[4:], np.e, rtol=1e-3)  # B predicted with A's fit
+    loo = held_out_predictions(preps, _lin(6), eff, [[i] for i in range(len(preps))], exact=False)
+    assert np.allclose(loo[:4], np.e, rtol=1e-3)  # one A row out: the other A rows still decide
+    lin = _lin(6)
+    fit = held_out_predictions(preps, lin, eff, [None], exact=False)
+    assert np.allclose(fit[:4], np.e, rtol=1e-3) and lin.fitted["eta_max"] == pytest.approx(0.66, abs=1e-3)
+
+
+def test_loso_refits_goodput_without_the_source():
+    """A wall-clock full run is predicted with goodput fitted on the other full runs only."""
+    preps = [_fake("A", "FULL", 2.0), _fake("B", "FULL", 1.25), _fake("C", "FULL", 1.25)]
+    loso = held_out_predictions(preps, _lin(3, jac=0.0), default_efficiency(), source_groups(preps), exact=False)
+    assert loso[0] == pytest.approx(1.25, rel=0.05)  # B and C say goodput 0.8, A's own 0.5 is not used
+
+
+def test_linearized_refit_matches_the_model():
+    """On real rows the linear model at the refitted parameters agrees with the full model."""
+    from gpuplan.perf.training_validation import linearize
+
+    rows = [_row(n) for n in ("LLAMA3_70B DGX-H100 FP8 (NeMo 26.02)", "Qwen3_30B_a3B DGX-GB200 MXFP8 (NeMo 26.02)",
+                               "MPT-1b seq 2048 x8 H100 BF16 (LLM Foundry)", "Pythia-1B")]
+    preps = [prepare_row(r) for r in rows]
+    eff = default_efficiency()
+    lin = linearize(preps, eff)
+    assert "eta_max" in lin.names and lin.jac.shape == (4, len(lin.names))
+    exact = held_out_predictions(preps, lin, eff, [None])
+    linear = held_out_predictions(preps, lin, eff, [None], exact=False)
+    assert np.allclose(exact, linear, rtol=0.1)
+
+
+def test_error_bands_file():
+    doc = json.loads(resources.files("gpuplan.perf.data").joinpath("training-error-bands.json").read_text())
+    assert "validate_training.py --write-bands" in doc["_source"]["command"]
+    for g in REGIMES:
+        b = doc["regimes"][g]
+        assert b["n"] >= 5 and b["p10"] <= b["p50"] <= b["p90"]
+    assert band_for("moe") == doc["regimes"]["moe"]
+    lo, mid, hi = time_band(100.0, "long_context")
+    assert lo <= mid <= hi and hi > 100.0 > lo
 
 
 def test_shipped_parameters_are_interpretable():
@@ -69,31 +224,21 @@ def test_shipped_parameters_are_interpretable():
     assert 0.3 < p["eta_max"] < 0.9
     assert 0 <= p["h_half"] < 10000
     assert 0.5 < p["goodput_base"] <= 1.0
-    assert doc["summary_in_sample"]["THROUGHPUT"]["median_abs_pct"] <= 10
-
-
-def test_rows_are_normalized():
-    rows = load_rows()
-    assert len(rows) == 56
-    kinds = {r["row_type"] for r in rows}
-    assert kinds == {"FULL", "THROUGHPUT", "PROJECTION", "BENCHMARK"}
-    for r in rows:
-        assert r["source"]  # the original text is kept
-        if r["use"] == "1":
-            assert r["gpu_id"] and r["model_ref"]
-        else:
-            assert r["skip_reason"]
-    assert sum(r["use"] == "1" for r in rows) >= 45
 
 
 def test_baseline_rule_reproduces_formulas_md():
-    """6ND/(peak x 0.4) on the full runs: formulas.md quotes 28 % median, 51 % p90."""
-    import numpy as np
-
+    """6ND/(peak x 0.4) on the original 23 full runs: formulas.md quotes 28 % median, 51 % p90."""
     from gpuplan.perf.training_validation import baseline_gpu_hours
 
-    full = [r for r in load_rows() if r["row_type"] == "FULL" and r["use"] == "1"]
+    full = [r for r in load_rows() if r["row_type"] == "FULL" and r["use"] == "1" and int(r["row"]) < 56]
     errs = np.abs([err_pct(baseline_gpu_hours(r), float(r["gpu_hours"])) for r in full])
     assert len(full) == 23
     assert np.median(errs) == pytest.approx(28, abs=2)
     assert np.percentile(errs, 90) == pytest.approx(51, abs=3)
+
+
+def test_benchmark_rejects_bad_regime():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "validate_training.py"), "--regime", "nope"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "nope" in out.stderr

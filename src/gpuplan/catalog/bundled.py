@@ -55,3 +55,12 @@ def provider_fabrics() -> dict[str, str | None]:
     """Default inter-node fabric per provider (infiniband, roce, efa, ethernet or None = unknown)."""
     with _open("providers.json") as f:
         return {r["id"]: r.get("inter_node_fabric") for r in json.load(f)}
+
+
+@functools.cache
+def load_current_bundled_offers() -> tuple[Offer, ...]:
+    """The packaged offers as the catalog shows them: where rows share a key (provider, instance, GPU,
+    GPUs per node, region, pricing, term) only the newest dated price is current (store.merge_current)."""
+    from gpuplan.catalog.store import merge_current
+
+    return tuple(merge_current({"bundled": list(load_bundled_offers())}))

@@ -98,12 +98,26 @@ class Catalog:
         store, path = self._store
         offers = store.read_current_offers(path, with_deployability=True, gpus=gpus, providers=providers)
         if offers is None:  # the store file went away since load(): as load() would have read then
-            from gpuplan.catalog.bundled import load_bundled_offers
+            from gpuplan.catalog.bundled import load_current_bundled_offers
             from gpuplan.catalog.deployability import with_deployability
 
-            offers = [with_deployability(o) for o in load_bundled_offers()
+            offers = [with_deployability(o) for o in load_current_bundled_offers()
                       if (gpus is None or o.gpu in gpus) and (providers is None or o.provider in providers)]
         return tuple(offers)
+
+    def offer_tuples(self, gpu_ids: set[str] | None, provider_ids: set[str] | None, *, make,
+                     by_price: bool = False) -> list[tuple] | None:
+        """A superset of the offers on `gpu_ids` at `provider_ids` (None: any) as rows built by `make`
+        (a tuple subclass in the store's OFFER_COLUMNS order that reads like an Offer), in catalog
+        order, read without building Offer objects; None
+        when the offers are already in memory (or there is no store): use `offers()` then.
+        `by_price`: in `offers()`'s default order (sort="price") instead of catalog order."""
+        if self._all is not None or self._store is None:
+            return None
+        store, path = self._store
+        read = getattr(store, "read_current_offer_tuples", None)
+        return None if read is None else read(path, gpus=gpu_ids, providers=provider_ids, by_price=by_price,
+                                                  make=make)
 
     _SUBSETS_KEPT = 8
 
@@ -126,7 +140,7 @@ class Catalog:
     @classmethod
     def load(cls, db: str | None = None, use_store: bool = True) -> "Catalog":
         """The store at `db` (or GPUPLAN_DB, or the user data dir) when it exists, else the bundled files."""
-        from gpuplan.catalog.bundled import load_bundled_offers, load_bundled_providers
+        from gpuplan.catalog.bundled import load_bundled_providers, load_current_bundled_offers
 
         providers = load_bundled_providers()
         if use_store:
@@ -142,7 +156,7 @@ class Catalog:
                 lazy = cls._from_store(all_gpus(), providers, store, path)
                 if lazy is not None:
                     return lazy
-        return cls(all_gpus(), providers, load_bundled_offers(), origin="bundled")
+        return cls(all_gpus(), providers, load_current_bundled_offers(), origin="bundled")
 
     # ---- lookups ----------------------------------------------------------------------------
     def gpu(self, name: str) -> Gpu:
@@ -208,7 +222,7 @@ class Catalog:
         min_rank = None
         if min_confidence is not None:
             if min_confidence not in CONFIDENCE_RANK:
-                raise UsageError(f"unknown confidence {min_confidence!r}; use primary, third-party or unverified")
+                raise UsageError(f"unknown confidence {min_confidence!r}; use primary, aggregated, third-party or unverified")
             min_rank = CONFIDENCE_RANK[min_confidence]
         if sort not in OFFER_SORT_KEYS:
             raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(OFFER_SORT_KEYS)}")
@@ -222,7 +236,13 @@ class Catalog:
             of_kind = {pid for pid in self.providers if self._kind_of(pid) in kinds}
             push_providers = of_kind if push_providers is None else push_providers & of_kind
         out = []
-        for o in self._candidates(gpu_ids, push_providers):
+        rows = None
+        if limit and self._all is None and self._store is not None:
+            # A page of a large store: filter and sort light rows, build Offer objects for the page only.
+            from gpuplan.planner.offer_rows import OfferRow
+
+            rows = self.offer_tuples(gpu_ids, push_providers, make=OfferRow, by_price=sort == "price")
+        for o in (rows if rows is not None else self._candidates(gpu_ids, push_providers)):
             if gpu_ids is not None and o.gpu not in gpu_ids:
                 continue
             if provider_ids is not None and o.provider not in provider_ids:
@@ -245,7 +265,8 @@ class Catalog:
                 continue
             out.append(o)
         out.sort(key=OFFER_SORT_KEYS[sort])
-        return out[:limit] if limit else out
+        out = out[:limit] if limit else out
+        return [o.to_offer() for o in out] if rows is not None else out
 
     def _kind_of(self, provider_id: str) -> str | None:
         p = self.providers.get(provider_id)
@@ -268,9 +289,16 @@ class Catalog:
                 "egress_usd_per_gb": p.egress_usd_per_gb, "spot": p.spot, "has_spot": p.has_spot,
                 "sla": p.sla, "regions": p.regions, "best_for": p.best_for, "notes": p.notes,
                 "source": p.source, "offer_count": len(offers),
+                "priced_offer_count": len(offers),
+                "spot_offer_count": sum(1 for o in offers if o.preemptible),
                 "gpu_types": sorted(cheapest),
                 "cheapest_per_gpu_hour_usd": dict(sorted(cheapest.items())),
                 "newest_price": max((o.as_of for o in offers), default=None),
+                "newest_as_of": max((o.as_of for o in offers), default=None),
+                # why there is no price: the provider record's reason; offers found anyway (a refresh,
+                # an import) make it moot
+                "no_public_price": None if offers else (p.no_public_price or "no offers in this catalog; "
+                                                        "reason not recorded"),
             })
         return rows
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from gpuplan.catalog.records import PRICING_TYPES, Offer, parse_as_of
+from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, Offer, parse_as_of
 from gpuplan.errors import UnknownNameError, UsageError
 from gpuplan.files import csv_safe, csv_unescape, write_atomic  # noqa: F401  (write_atomic re-exported)
 
@@ -149,7 +149,7 @@ def parse_offer_row(row: dict[str, Any], default_source: str) -> Offer:
     as_of, label = _date("as_of", row.get("as_of"))
     note = _text("as_of_note", row.get("as_of_note")) or label
     confidence = _text("confidence", row.get("confidence")).lower()
-    if confidence and confidence not in ("primary", "third-party", "unverified", "user", "live"):
+    if confidence and confidence not in CONFIDENCE_RANK:
         raise _CellError("confidence", f"{confidence[:20]!r} is not a confidence level")
     try:
         return Offer(

@@ -17,12 +17,17 @@ from gpuplan.units import gpu_memory_bytes
 
 ProviderKind = Literal["hyperscaler", "neocloud", "marketplace", "decentralized"]
 PricingType = Literal["on_demand", "spot", "reserved", "community", "interruptible"]
-Confidence = Literal["primary", "third-party", "unverified", "user", "live"]
+Confidence = Literal["primary", "aggregated", "third-party", "unverified", "user", "live"]
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 
 PRICING_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved", "community", "interruptible")
 PROVIDER_KINDS: tuple[str, ...] = ("hyperscaler", "neocloud", "marketplace", "decentralized")
-CONFIDENCE_RANK = {"live": 4, "user": 4, "primary": 3, "third-party": 2, "unverified": 1}
+# 'aggregated': a feed compiling providers' own APIs (SkyPilot catalogs, gpuhunt, price compilations):
+# below the provider's own page or API ('primary'), above a third party's quote.
+CONFIDENCE_RANK = {"live": 5, "user": 5, "primary": 4, "aggregated": 3, "third-party": 2, "unverified": 1}
+# What `--min-confidence` accepts, highest first.
+MIN_CONFIDENCE_LEVELS: tuple[str, ...] = ("primary", "aggregated", "third-party", "unverified")
+MIN_CONFIDENCE_HELP = "primary, aggregated, third-party or unverified (highest first)."
 # Pricing types whose capacity can be taken back mid-run.
 PREEMPTIBLE_PRICING = frozenset({"spot", "interruptible"})
 
@@ -115,6 +120,8 @@ class Provider(BaseModel):
     notes: str = ""
     source: str = ""
     aliases: list[str] = Field(default_factory=list)
+    # Why the catalog carries no price for this provider (e.g. 'contact sales only'); None = it publishes one.
+    no_public_price: str | None = None
 
 
 def parse_as_of(text: str) -> dt.date:

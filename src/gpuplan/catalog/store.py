@@ -23,6 +23,7 @@ import datetime as dt
 import gc
 import hashlib
 import json
+import operator
 import os
 import pathlib
 import re
@@ -37,7 +38,7 @@ from typing import Any
 from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, STALE_AFTER_DAYS, Offer
 from gpuplan.errors import GpuplanError, UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUNDLED = "bundled"
 USER_PREFIX = "user:"
 BUSY_TIMEOUT_S = 15.0
@@ -90,9 +91,13 @@ def refresh_deadline_s(value: float | None = None) -> float:
     return v
 
 
+# The confidence levels each schema's CHECK allowed (frozen: a migration never changes meaning later).
+_V1_CONFIDENCE: tuple[str, ...] = ("live", "user", "primary", "third-party", "unverified")
+
+
 def _migration_1(conn: sqlite3.Connection) -> None:
     pricing = ", ".join(f"'{p}'" for p in PRICING_TYPES)
-    confidence = ", ".join(f"'{c}'" for c in CONFIDENCE_RANK)
+    confidence = ", ".join(f"'{c}'" for c in _V1_CONFIDENCE)
     _run_script(conn, f"""
         CREATE TABLE snapshots (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -145,8 +150,51 @@ def _migration_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE offers ADD COLUMN max_nodes INTEGER")
 
 
+_V3_CONFIDENCE: tuple[str, ...] = ("live", "user", "primary", "aggregated", "third-party", "unverified")
+
+
+def _migration_3(conn: sqlite3.Connection) -> None:
+    """Confidence 'aggregated' (feeds compiling providers' APIs). SQLite cannot alter a CHECK, so the
+    offers table is rebuilt: new table, rows copied, old dropped, new renamed, indexes re-made, all
+    inside the migration's one transaction (a kill rolls back to the intact v2 table)."""
+    pricing = ", ".join(f"'{p}'" for p in PRICING_TYPES)
+    confidence = ", ".join(f"'{c}'" for c in _V3_CONFIDENCE)
+    cols = ("snapshot_id, provider, instance_type, gpu, gpus_per_node, region, pricing, price_per_hour_usd, "
+            "price_per_gpu_hour_usd, vcpus, ram_gb, interconnect, commitment_term_h, as_of, as_of_note, source, "
+            "confidence, cluster, fabric_gbps_per_node, max_nodes")
+    _run_script(conn, f"""
+        CREATE TABLE offers_v3 (
+            snapshot_id INTEGER NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+            provider TEXT NOT NULL,
+            instance_type TEXT NOT NULL,
+            gpu TEXT NOT NULL,
+            gpus_per_node REAL NOT NULL CHECK (gpus_per_node > 0),
+            region TEXT NOT NULL,
+            pricing TEXT NOT NULL CHECK (pricing IN ({pricing})),
+            price_per_hour_usd REAL NOT NULL CHECK (price_per_hour_usd > 0),
+            price_per_gpu_hour_usd REAL NOT NULL CHECK (price_per_gpu_hour_usd > 0),
+            vcpus REAL,
+            ram_gb REAL,
+            interconnect TEXT,
+            commitment_term_h REAL,
+            as_of TEXT NOT NULL,
+            as_of_note TEXT NOT NULL,
+            source TEXT NOT NULL,
+            confidence TEXT NOT NULL CHECK (confidence IN ({confidence})),
+            cluster INTEGER,
+            fabric_gbps_per_node REAL,
+            max_nodes INTEGER
+        );
+        INSERT INTO offers_v3 ({cols}) SELECT {cols} FROM offers ORDER BY rowid;
+        DROP TABLE offers;
+        ALTER TABLE offers_v3 RENAME TO offers;
+        CREATE INDEX offers_by_snapshot ON offers (snapshot_id);
+        CREATE INDEX offers_history ON offers (gpu, provider, pricing, snapshot_id)
+    """)
+
+
 # version -> migration that brings the schema from version-1 to version. Append, never edit.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1, 2: _migration_2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1, 2: _migration_2, 3: _migration_3}
 
 
 @dataclass
@@ -576,6 +624,50 @@ class Store:
                       for src, sid in latest.items()}
             return merge_current(groups)
 
+    def current_offer_tuples(self, *, make: Callable[[list], tuple], gpus: Iterable[str] | None = None,
+                             providers: Iterable[str] | None = None, by_price: bool = False) -> list[tuple]:
+        """`current_offers(with_deployability=True, gpus=, providers=)` as rows built by `make` from a list
+        of values in OFFER_COLUMNS order (as_of a date, cluster a bool or None): a tuple subclass that
+        reads like an Offer (`merge_current` reads its attributes). The same offers in the same order,
+        without an Offer object per row (a planner over 10^6 offers builds objects only for the rows
+        it shows). `by_price`: in the catalog's default listing order instead (cheapest per GPU-hour,
+        then per node-hour; ties in the merged order), as a stable sort of the merged list gives."""
+        from gpuplan.catalog.deployability import deployability_update as fill
+
+        col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
+        i_prov, i_inst, i_gpn, i_conf = col["provider"], col["instance_type"], col["gpus_per_node"], col["confidence"]
+        i_asof, i_clu, i_fab, i_max, i_ic = (col["as_of"], col["cluster"], col["fabric_gbps_per_node"],
+                                             col["max_nodes"], col["interconnect"])
+        cols = ", ".join(self._columns)
+        dates: dict = {}  # dt.date objects are immutable: one per distinct day
+        groups: dict[str, list] = {}
+        with _no_gc():
+            for source, sid in self.latest_complete().items():
+                where, args = "snapshot_id = ?", [sid]
+                for column, values in (("gpu", gpus), ("provider", providers)):
+                    if values is not None:
+                        values = sorted(set(values))
+                        where += f" AND {column} IN ({', '.join('?' * len(values))})"
+                        args.extend(values)
+                out = groups[source] = []
+                for r in self.conn.execute(f"SELECT {cols} FROM offers WHERE {where} ORDER BY rowid", args):
+                    r = list(r)
+                    day = dates.get(r[i_asof])
+                    if day is None:
+                        day = dates[r[i_asof]] = dt.date.fromisoformat(r[i_asof])
+                    r[i_asof] = day
+                    if r[i_clu] is not None:
+                        r[i_clu] = bool(r[i_clu])
+                    update = fill(r[i_prov], r[i_inst], r[i_gpn], r[i_conf] == "user", r[i_clu], r[i_fab],
+                                  r[i_max], r[i_ic])
+                    if update:  # as _row_offer: what with_deployability would change
+                        for f, v in update.items():
+                            r[col[f]] = v
+                    out.append(make(r))
+            rows = merge_current_rows(groups, by_price=by_price)
+            del groups
+        return rows
+
     def current_providers(self) -> set[str]:
         """The providers of `current_offers()` (merging drops offers, never a provider's last one)."""
         ids = list(self.latest_complete().values())
@@ -583,6 +675,13 @@ class Store:
             return set()
         return {r[0] for r in self.conn.execute(
             f"SELECT DISTINCT provider FROM offers WHERE snapshot_id IN ({', '.join('?' * len(ids))})", ids)}
+
+    def price_conflicts(self) -> list[dict[str, Any]]:
+        """Current offers that share a key but disagree on price, with the one that wins (see
+        `merge_current` and `price_conflicts`)."""
+        latest = self.latest_complete()
+        with _no_gc():
+            return price_conflicts({src: self.snapshot_offers(sid) for src, sid in latest.items()})
 
     def sources(self) -> list[dict[str, Any]]:
         """One row per source: its newest complete snapshot, its last attempt, age and staleness."""
@@ -898,30 +997,125 @@ def _source_rank(source: str, offer: Offer) -> int:
     return 1
 
 
-def merge_current(groups: Mapping[str, list[Offer]]) -> list[Offer]:
-    """Merge each source's newest offers into one list.
+# Offers with the same key are the same thing to rent: among them only one price is current.
+TRUTH_KEY_FIELDS: tuple[str, ...] = ("provider", "instance_type", "gpu", "gpus_per_node", "region", "pricing",
+                                     "commitment_term_h")
+CONFLICT_TOLERANCE = 0.005  # relative: node prices closer than 0.5% are the same price (rounding)
 
-    - Exact duplicates (provider, instance, GPU, region, pricing, term) keep the offer from the
-      highest-ranked source (user > live API > aggregated/bundled), then the newest `as_of`.
+
+def _truth_key(o: Offer) -> tuple:
+    return (o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, o.pricing, o.commitment_term_h)
+
+
+def _truth_score(source: str, o: Offer) -> tuple:
+    """Which of two offers with one key is current: a user's import (a deliberate override), else the newest
+    dated price; on the same date the surer confidence, then the higher (pessimistic) price, then the source."""
+    return (source.startswith(USER_PREFIX), o.as_of, CONFIDENCE_RANK[o.confidence], o.price_per_hour_usd, source)
+
+
+def merge_current(groups: Mapping[str, list[Offer]]) -> list[Offer]:
+    """Merge each source's newest offers into one list: dated truth at read time.
+
+    - Offers sharing a key (provider, instance, GPU, GPUs per node, region, pricing, term) are one
+      thing to rent: the newest dated price wins (a user import always does; same date: surer
+      confidence, then the higher price) and the others are superseded, never kept beside it.
+      `price_conflicts` reports the keys whose prices disagreed.
     - A live API answer for a (provider, GPU, pricing) supersedes older aggregated/bundled rows for
       the same triple: a 2025 list price must not outrank today's.
     """
     best: dict[tuple, tuple[tuple, Offer]] = {}
     live_triples: set[tuple] = set()
+    rank_of = CONFIDENCE_RANK
     for source in sorted(groups):
         user = source.startswith(USER_PREFIX)
         for o in groups[source]:
-            rank = 3 if user else 2 if o.confidence == "live" else 1  # _source_rank, inlined
-            if rank == 2:
+            if not user and o.confidence == "live":
                 live_triples.add((o.provider, o.gpu, o.pricing))
-            key = (o.provider, o.instance_type, o.gpu, o.region, o.pricing, o.commitment_term_h)
-            score = (rank, o.as_of, source)
+            key = (o.provider, o.instance_type, o.gpu, o.gpus_per_node, o.region, o.pricing, o.commitment_term_h)
+            score = (user, o.as_of, rank_of[o.confidence], o.price_per_hour_usd, source)  # _truth_score, inlined
             cur = best.get(key)
             if cur is None or score > cur[0]:
                 best[key] = (score, o)
-    out = [o for (rank, _a, _s), o in best.values()
-           if not (rank == 1 and (o.provider, o.gpu, o.pricing) in live_triples)]
+    out = [o for (user, *_rest), o in best.values()
+           if user or o.confidence == "live" or (o.provider, o.gpu, o.pricing) not in live_triples]
     out.sort(key=lambda o: (o.provider, o.gpu, o.pricing, o.price_per_gpu_hour_usd, o.instance_type, o.region))
+    return out
+
+
+def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = False) -> list[tuple]:
+    """`merge_current` over rows in OFFER_COLUMNS order (tuples, as_of a date): the same rows in the same
+    order, read by position (a 10^6-offer store merges in seconds, not tens of seconds). `by_price`: then
+    sorted as the catalog lists offers (per GPU-hour, then per node-hour; ties in merged order), in one
+    sort. Kept equal to `merge_current` by tests/test_planner_scale.py."""
+    col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
+    key_of = operator.itemgetter(col["provider"], col["instance_type"], col["gpu"], col["gpus_per_node"],
+                                 col["region"], col["pricing"], col["commitment_term_h"])
+    triple_of = operator.itemgetter(col["provider"], col["gpu"], col["pricing"])
+    i_conf, i_asof, i_pph = col["confidence"], col["as_of"], col["price_per_hour_usd"]
+    best: dict[tuple, tuple] = {}
+    live_triples: set[tuple] = set()
+    rank_of = CONFIDENCE_RANK
+    for source in sorted(groups):
+        user = source.startswith(USER_PREFIX)
+        for r in groups[source]:
+            conf = r[i_conf]
+            if not user and conf == "live":
+                live_triples.add(triple_of(r))
+            key = key_of(r)
+            score = (user, r[i_asof], rank_of[conf], r[i_pph], source)  # _truth_score
+            cur = best.get(key)
+            if cur is None or score > cur[0]:
+                best[key] = (score, r)
+    out = [r for (user, *_rest), r in best.values()
+           if user or r[i_conf] == "live" or triple_of(r) not in live_triples]
+    merged_key = operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
+                                     col["instance_type"], col["region"])
+    if not by_price:
+        out.sort(key=merged_key)
+        return out
+    # Sorted by (per GPU-hour, per node-hour, then merged_key): numpy orders the prices (stable), and
+    # only runs of equal prices are sorted by the rest in Python, as one stable sort by the whole key.
+    import numpy as np
+
+    n = len(out)
+    ppg = np.fromiter(map(operator.itemgetter(col["price_per_gpu_hour_usd"]), out), dtype=float, count=n)
+    pph = np.fromiter(map(operator.itemgetter(col["price_per_hour_usd"]), out), dtype=float, count=n)
+    order = np.lexsort((pph, ppg))
+    rows = [out[i] for i in order.tolist()]
+    if n > 1:
+        p1, p2 = ppg[order], pph[order]
+        same = (p1[1:] == p1[:-1]) & (p2[1:] == p2[:-1])
+        if same.any():
+            starts = np.flatnonzero(np.diff(np.concatenate(([0], same.astype(np.int8), [0]))) == 1)
+            ends = np.flatnonzero(np.diff(np.concatenate(([0], same.astype(np.int8), [0]))) == -1)
+            for a, b in zip(starts.tolist(), ends.tolist()):  # rows a..b (inclusive) share both prices
+                rows[a:b + 1] = sorted(rows[a:b + 1], key=merged_key)
+    return rows
+
+
+def price_conflicts(groups: Mapping[str, list[Offer]], tolerance: float = CONFLICT_TOLERANCE) -> list[dict[str, Any]]:
+    """Keys of `merge_current` whose offers disagree on price (beyond `tolerance`, relative): the
+    current offer and every superseded one, each with its price, date, source and confidence."""
+    by_key: dict[tuple, list[tuple[tuple, str, Offer]]] = {}
+    for source in sorted(groups):
+        for o in groups[source]:
+            by_key.setdefault(_truth_key(o), []).append((_truth_score(source, o), source, o))
+    out = []
+    for key, entries in by_key.items():
+        if len(entries) < 2:
+            continue
+        prices = [o.price_per_hour_usd for _s, _src, o in entries]
+        if max(prices) - min(prices) <= tolerance * max(prices):
+            continue
+        entries.sort(key=lambda e: e[0], reverse=True)
+
+        def row(src: str, o: Offer) -> dict[str, Any]:
+            return {"price_per_hour_usd": o.price_per_hour_usd, "price_per_gpu_hour_usd": o.price_per_gpu_hour_usd,
+                    "as_of": o.as_of.isoformat(), "as_of_note": scrub(o.as_of_note), "source": scrub(o.source),
+                    "store_source": src, "confidence": o.confidence}
+        out.append({**dict(zip(TRUTH_KEY_FIELDS, key)), "current": row(entries[0][1], entries[0][2]),
+                    "superseded": [row(src, o) for _s, src, o in entries[1:]]})
+    out.sort(key=lambda c: (c["provider"], c["gpu"], c["instance_type"], c["region"], c["pricing"]))
     return out
 
 
@@ -940,6 +1134,18 @@ def read_current_offers(path: str | os.PathLike, *, with_deployability: bool = F
         return None
     with Store(p) as s:  # a broken symlink or loop is refused in one line, not taken for "no store"
         return s.current_offers(with_deployability=with_deployability, gpus=gpus, providers=providers)
+
+
+def read_current_offer_tuples(path: str | os.PathLike, *, make: Callable[[list], tuple],
+                              gpus: Iterable[str] | None = None, providers: Iterable[str] | None = None,
+                              by_price: bool = False) -> list[tuple] | None:
+    """`read_current_offers(path, with_deployability=True, ...)` as tuples (see
+    `Store.current_offer_tuples`); None when there is no store file."""
+    p = pathlib.Path(path)
+    if not p.exists() and not os.path.lexists(p):
+        return None
+    with Store(p) as s:
+        return s.current_offer_tuples(gpus=gpus, providers=providers, by_price=by_price, make=make)
 
 
 def read_current_providers(path: str | os.PathLike) -> set[str] | None:

@@ -50,6 +50,7 @@ def size_command(
     input_share: Annotated[Optional[float], typer.Option("--input-share", help="Share of inference tokens that are input (default 70/285).")] = None,
     cost: Annotated[bool, typer.Option("--cost", help="Optimise lifetime dollars with the default cost model.")] = False,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Compute-optimal model size, or the inference-aware optimum (Sardana et al. 2024)."""
     from gpuplan.errors import UsageError
@@ -61,7 +62,7 @@ def size_command(
     if compute is not None:
         if inference_tokens is not None:
             raise UsageError("--inference-tokens goes with --quality-of or --loss, not --compute")
-        _size_compute(parse_quantity(compute, "--compute"), laws, as_json)
+        _size_compute(parse_quantity(compute, "--compute"), laws, as_json, as_csv)
         return
     if inference_tokens is None:
         raise UsageError("--inference-tokens is required with --quality-of/--loss (use 0 for plain Chinchilla)")
@@ -80,10 +81,10 @@ def size_command(
 
     out = res.model_dump()
     out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(res.training_flops)]
-    if as_json:
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(out)
+        print_json(out, as_csv)
         return
     from gpuplan.cli.output import print_table
 
@@ -110,7 +111,7 @@ def size_command(
         typer.echo(f"threshold: training FLOPs exceed {t['name']} ({t['threshold_flops']:.0e})")
 
 
-def _size_compute(flops: float, laws: str | None, as_json: bool) -> None:
+def _size_compute(flops: float, laws: str | None, as_json: bool, as_csv: bool = False) -> None:
     from gpuplan.economics.scaling_laws import list_laws, size_for_compute
     from gpuplan.economics.thresholds import exceeded_active
 
@@ -123,10 +124,10 @@ def _size_compute(flops: float, laws: str | None, as_json: bool) -> None:
     out["other_laws"] = {k: {"params": v.params, "tokens": v.tokens, "tokens_per_param": v.tokens_per_param}
                          for k, v in others.items()}
     out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(res.training_flops)]
-    if as_json:
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(out)
+        print_json(out, as_csv)
         return
     from gpuplan.cli.output import print_table
 
@@ -225,6 +226,7 @@ def own_vs_rent_command(
     residual_fraction: Annotated[Optional[float], typer.Option("--residual-fraction", help="Resale value at end of life, share of capex.")] = None,
     interest_rate: Annotated[Optional[float], typer.Option("--interest-rate", help="Cost of capital per year (default 0).")] = None,
     rent: Annotated[Optional[list[float]], typer.Option("--rent-usd-per-gpu-hour", help="Rental price to compare (repeatable); default: catalog cheapest and median on-demand.")] = None,
+    db: DbOpt = None,
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
 ) -> None:
@@ -238,9 +240,10 @@ def own_vs_rent_command(
         rents: dict[str, float] | list[float] = {f"given ${r:g}/h": r for r in rent} if len(set(rent)) == len(rent) else list(rent)
         rent_source = "given"
     else:
+        from gpuplan.catalog.catalog import Catalog
         from gpuplan.economics.self_host import catalog_rents
 
-        rents, rent_source = catalog_rents(g.id)
+        rents, rent_source = catalog_rents(g.id, Catalog.load(db))  # the catalog --db chose
         if not rents:
             raise UsageError(f"no on-demand {g.id} offers in the catalog; pass --rent-usd-per-gpu-hour")
     res = own_vs_rent(g.id, rents, purchase_usd=purchase_usd, utilization=utilization, life_years=life_years,
@@ -329,12 +332,13 @@ def breakeven_command(
     max_ttft_ms: Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms (default 2000 for interactive serving).")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="No latency target: capacity at max throughput (batch work; add --peak-factor 1 / --no-redundancy if the traffic is flat and can wait).")] = False,
     no_redundancy: Annotated[bool, typer.Option("--no-redundancy", help="No spare replica (default: N+1, so at least 2 replicas).")] = False,
-    output_len: Annotated[int, typer.Option("--output-len", help="Output tokens per request (input length follows from --input-share).")] = 1000,
+    output_len: Annotated[str, typer.Option("--output-len", help="Output tokens per request (input length follows from --input-share).")] = "1000",
     precision: Annotated[str, typer.Option("--precision", help="Weights: bf16, fp8, int4 ...")] = "bf16",
     engine: Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")] = "vllm",
     target_utilization: Annotated[float, typer.Option("--target-utilization", help="Load each replica to at most this share of its capacity at the peak.")] = 0.8,
     db: DbOpt = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Self-host vs API: monthly cost, break-even volume and utilisation, cost-vs-volume chart.
 
@@ -343,19 +347,24 @@ def breakeven_command(
     TPOT <= 50 ms and TTFT <= 2 s, and N+1 replicas.
     """
     from gpuplan.catalog.catalog import Catalog
-    from gpuplan.economics.self_host import compare_self_host_to_apis
-    from gpuplan.units import parse_quantity
+    from gpuplan.cli.options import build_request
+    from gpuplan.planner.requests import BreakevenRequest, breakeven
 
-    out = compare_self_host_to_apis(
-        model, parse_quantity(tokens_per_month, "--tokens-per-month"), input_share=input_share, api=api, gpu=gpu,
+    req = build_request(BreakevenRequest,
+        model=model, tokens_per_month=tokens_per_month, input_share=input_share, api=api, gpu=gpu,
         price_per_gpu_hour=price_per_gpu_hour, output_len=output_len, precision=precision, engine=engine,
         max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, offline=offline, target_utilization=target_utilization,
-        eng_usd_per_month=eng_usd_per_month, peak_factor=peak_factor, redundancy=not no_redundancy,
-        catalog=Catalog.load(db))
+        eng_usd_per_month=eng_usd_per_month, peak_factor=peak_factor, redundancy=not no_redundancy)
+    out = breakeven(req, Catalog.load(db))  # the request and answer of POST /api/breakeven
     if as_json:
         from gpuplan.cli.output import print_json
 
         print_json(out)
+        return
+    if as_csv:
+        from gpuplan.cli.output import print_csv
+
+        print_csv(out["comparisons"])
         return
     from gpuplan.cli.output import fmt_usd, print_table
 

@@ -85,9 +85,10 @@ def status_cmd(
     with _store(db) as store:
         rows = store.sources()
         counts = store.counts()
+        conflicts = store.price_conflicts()
         path = str(store.path)
     if as_json:
-        print_json({"db": path, "sources": rows, "totals": counts})
+        print_json({"db": path, "sources": rows, "totals": counts, "conflicts": conflicts})
         return
     if as_csv:
         from gpuplan.cli.output import print_csv
@@ -103,6 +104,20 @@ def status_cmd(
                        ("stale", "stale"), ("note", "note")],
                 title="catalog sources", caption=f"{path}: {counts['offers']} stored offers in "
                                                  f"{counts['complete']} snapshots ({counts['failed']} failed refreshes)")
+    if conflicts:
+        print_table([_conflict_row(c) for c in conflicts],
+                    [("offer", "offer"), ("current", "current price (wins)"), ("superseded", "superseded")],
+                    title=f"price conflicts: {len(conflicts)} offers listed at different prices",
+                    caption="the newest dated price is current; a user import always wins")
+
+
+def _conflict_row(c: dict) -> dict:
+    def one(r: dict) -> str:
+        return (f"${r['price_per_hour_usd']:.4g}/h on {r['as_of']} from {r['source']} "
+                f"[{r['store_source']}, {r['confidence']}]")
+    region = f" {c['region']}" if c["region"] else ""
+    return {"offer": f"{c['provider']} {c['instance_type']} ({c['gpus_per_node']:g}x {c['gpu']}, {c['pricing']}{region})",
+            "current": one(c["current"]), "superseded": "; ".join(one(r) for r in c["superseded"])}
 
 
 def _age(age_h: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
+from gpuplan.cli.options import ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4).")]
@@ -18,7 +18,7 @@ InputLenOpt = Annotated[str, typer.Option("--input-len", help="Prompt tokens per
 OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Generated tokens per request.")]
 TtftOpt = Annotated[Optional[float], typer.Option("--max-ttft-ms", help="Time-to-first-token target, ms.")]
 TpotOpt = Annotated[Optional[float], typer.Option("--max-tpot-ms", help="Time-per-output-token target, ms.")]
-EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang, trtllm or optimum-habana (static batch, Gaudi).")]
 
 
 def _tokens(text: str, what: str) -> int:
@@ -39,6 +39,8 @@ def serve_command(
     gpu: GpuOpt = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in total (default: smallest TP of 1/2/4/8 that fits).")] = None,
     tp: Annotated[Optional[int], typer.Option("--tp", help="GPUs per replica (default: all of --gpus).")] = None,
+    ep: Annotated[Optional[int], typer.Option("--ep", help="MoE: expert-parallel degree, 1 or the replica's GPUs (whole experts per GPU).")] = None,
+    attention_dp: Annotated[bool, typer.Option("--attention-dp", help="MoE: attention data parallel (each GPU its own sequences; experts EP over the replica).")] = False,
     precision: PrecisionOpt = "bf16",
     kv_precision: KvPrecisionOpt = None,
     input_len: InputLenOpt = "1000",
@@ -51,24 +53,26 @@ def serve_command(
     eta_bw: Annotated[Optional[float], typer.Option("--eta-bw", help="Override the fitted HBM bandwidth efficiency (0-1).")] = None,
     eta_c: Annotated[Optional[float], typer.Option("--eta-c", help="Override the fitted compute efficiency (0-1).")] = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Serving throughput, TTFT/TPOT, KV cache and max concurrency for a model on a GPU."""
     from gpuplan.errors import GpuplanError, UsageError
-    from gpuplan.perf.inference_estimate import estimate_serving
 
     if gpu is None:
         raise UsageError("--gpu is required (e.g. --gpu H100)")
-    est = estimate_serving(
-        resolve_model_option(model, params, active_params), gpu, n_gpus=gpus, tp=tp, precision=precision,
-        kv_precision=kv_precision, input_len=_tokens(input_len, "--input-len"),
-        output_len=_tokens(output_len, "--output-len"), concurrency=concurrency,
-        max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction,
-        eta_bw=eta_bw, eta_c=eta_c,
-    )
-    if as_json:
+    from gpuplan.cli.options import build_request
+    from gpuplan.planner.requests import ServeEstimateRequest, estimate_serve
+
+    req = build_request(ServeEstimateRequest,
+        model=model, params=params, active_params=active_params, gpu=gpu, gpus=gpus, tp=tp, ep=ep,
+        attention_dp=attention_dp, precision=precision, kv_precision=kv_precision, input_len=input_len,
+        output_len=output_len, concurrency=concurrency, max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms,
+        engine=engine, memory_fraction=memory_fraction, eta_bw=eta_bw, eta_c=eta_c)
+    est = estimate_serve(req)  # the request the API takes too (gpuplan.planner.requests)
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(est)
+        print_json(est, as_csv)
     else:
         _print_serve(est)
     if not est.fits:
@@ -78,7 +82,12 @@ def serve_command(
 def _print_serve(est) -> None:
     from gpuplan.cli.output import fmt_value, print_table
 
-    title = (f"{est.model} on {est.n_gpus}x {est.gpu} ({est.replicas} x TP{est.tp}), {est.engine}, "
+    layout = f"TP{est.tp}"
+    if est.assumptions.get("dp_attention"):
+        layout = f"attention-DP{est.tp} + EP{est.assumptions.get('ep')}"
+    elif (est.assumptions.get("ep") or 1) > 1:
+        layout += f" + EP{est.assumptions['ep']}"
+    title = (f"{est.model} on {est.n_gpus}x {est.gpu} ({est.replicas} x {layout}), {est.engine}, "
              f"{est.precision} weights / {est.kv_precision} KV, {est.input_len:,} in / {est.output_len:,} out")
     b = est.memory_breakdown_gb
     rows = [
@@ -126,6 +135,7 @@ def capacity_command(
     kv_precision: KvPrecisionOpt = None,
     price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="$ per GPU-hour, for cost per million output tokens.")] = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Fewest GPUs (replicas x TP) to serve a traffic level within TTFT/TPOT targets."""
     from gpuplan.errors import GpuplanError
@@ -157,10 +167,10 @@ def capacity_command(
             r["cost_per_million_output_tokens_usd"] = p.cost_per_million_output_tokens(price_per_gpu_hour)
             r["cost_per_million_output_tokens_at_full_load_usd"] = p.cost_per_million_output_tokens_at_full_load(price_per_gpu_hour)
         rows.append(r)
-    if as_json:
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(rows[0] if gpu is not None else rows)
+        print_json(rows[0] if gpu is not None else rows, as_csv)
     else:
         from gpuplan.cli.output import fmt_usd, print_table
 

@@ -9,12 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import ActiveParamsOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
+from gpuplan.cli.options import ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B); optional with --gpus.")]
-# Without --tokens (and with --gpus) the per-step figures stand and whole-run figures are per this many tokens.
-NOMINAL_TOKENS = 1e9
 EpochsOpt = Annotated[Optional[float], typer.Option("--epochs", help="Epochs over --dataset-tokens (fine-tuning).")]
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset-tokens", help="Tokens in the data set (with --epochs).")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="bf16, fp16, fp8 (GPUs with FP8) or fp4 (GPUs with FP4).")]
@@ -35,39 +33,10 @@ def _int_opt(name: str, help_: str):
 
 def _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets,
               default_tokens: float | None = None):
-    from gpuplan.errors import UsageError
-    from gpuplan.perf.workload import make_workload
-    from gpuplan.units import parse_quantity
+    from gpuplan.planner.requests import training_workload
 
-    method = method.strip().lower()
-    if method not in ("full", "lora", "qlora"):
-        raise UsageError(f"--method {method!r}: use full, lora or qlora")
-    tok = parse_quantity(tokens, "--tokens") if tokens is not None else None
-    data = parse_quantity(dataset_tokens, "--dataset-tokens") if dataset_tokens is not None else None
-    if epochs is not None and data is None:
-        raise UsageError("--epochs needs --dataset-tokens")
-    if data is not None and epochs is None:
-        raise UsageError("--dataset-tokens needs --epochs")
-    if tok is None and data is None:
-        if default_tokens is None:
-            raise UsageError("give --tokens, or --epochs with --dataset-tokens")
-        tok = default_tokens
-    kind = "pretrain" if method == "full" and data is None else "finetune"
-    return make_workload(kind=kind, method=method, tokens=tok, epochs=epochs, dataset_tokens=data, seq_len=seq_len,
-                         global_batch=global_batch, precision=precision.strip().lower(), lora_rank=lora_rank,
-                         lora_targets=lora_targets.strip().lower())
-
-
-def _fabric(text: str):
-    from gpuplan.errors import UsageError
-
-    t = text.strip().lower()
-    if t in ("infiniband", "ib", "ethernet", "eth", "roce"):
-        return t
-    try:
-        return float(t.removesuffix("gbps").removesuffix("gb/s"))
-    except ValueError:
-        raise UsageError(f"--fabric {text!r}: use infiniband, ethernet or a number of Gb/s per GPU") from None
+    return training_workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank,
+                             lora_targets, default_tokens=default_tokens)
 
 
 @estimate_app.command("train")
@@ -100,32 +69,31 @@ def train_command(
     gpus_per_node: GpnOpt = 8,
     deadline_days: Annotated[Optional[float], typer.Option("--deadline-days", help="Wall-time target used to pick the GPU count (default 30).")] = None,
     attention: Annotated[str, typer.Option("--flops-convention", help="Attention FLOPs in MFU: causal, full or none.")] = "causal",
+    teacher: Annotated[Optional[str], typer.Option("--teacher", help="Distill from this model: its forward pass per token counts in FLOPs, time and memory.")] = None,
+    recompute_layers: _int_opt("--recompute-layers", "With --recompute full: recompute only this many layers per pipeline stage (partial recompute).") = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """GPU-hours, wall time, MFU, memory and parallel layout to train or fine-tune a model."""
     from gpuplan.errors import GpuplanError, UsageError
-    from gpuplan.perf.training_estimate import estimate_training
 
     if gpu is None:
         raise UsageError("--gpu is required (e.g. --gpu H100)")
-    spec = resolve_model_option(model, params, active_params)
-    no_tokens = tokens is None and dataset_tokens is None
-    if no_tokens and gpus is None:
-        raise UsageError("give --tokens (or --epochs with --dataset-tokens), or --gpus for step time, MFU and memory alone")
-    wl = _workload(tokens, epochs, dataset_tokens, method, seq_len, global_batch, precision, lora_rank, lora_targets,
-                   default_tokens=NOMINAL_TOKENS if no_tokens else None)
-    est = estimate_training(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
-                            recompute=recompute, zero=zero, inter_node_gbps_per_gpu=_fabric(fabric),
-                            gpus_per_node=gpus_per_node, goodput=goodput, efficiency=efficiency,
-                            deadline_days=deadline_days, attention=attention.strip().lower())
-    if no_tokens:
-        est = est.model_copy(update={"notes": est.notes + [
-            f"no --tokens: step time, MFU, memory and layout stand; GPU-hours and wall time are per "
-            f"{NOMINAL_TOKENS:.0e} tokens"]})
-    if as_json:
+    from gpuplan.cli.options import build_request
+    from gpuplan.planner.requests import TrainEstimateRequest, estimate_train
+
+    req = build_request(TrainEstimateRequest,
+        model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
+        dataset_tokens=dataset_tokens, gpu=gpu, gpus=gpus, precision=precision, seq_len=seq_len,
+        global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, recompute=recompute,
+        zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
+        efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
+        flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers)
+    est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(est)
+        print_json(est, as_csv)
     else:
         _print_train(est)
     if not est.fits:
@@ -203,6 +171,7 @@ def memory_command(
     lora_targets: TargetsOpt = "all",
     fp32_grads: Annotated[bool, typer.Option("--fp32-grads", help="fp32 gradient accumulation buffers (18 B/param).")] = False,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Training memory per GPU for one layout: weights, gradients, optimizer, activations."""
     from gpuplan.errors import GpuplanError
@@ -215,10 +184,10 @@ def memory_command(
         wl = wl.model_copy(update={"fp32_grads": True})
     est = estimate_memory(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch,
                           recompute=recompute, zero=zero, vp=vp)
-    if as_json:
+    if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
-        print_json(est)
+        print_json(est, as_csv)
     else:
         from gpuplan.cli.output import print_table
 

@@ -80,6 +80,8 @@ def _details(spec: Any) -> dict[str, Any]:
     }
     if spec.is_moe:
         counts["expert_params"] = spec.expert_params()
+    if spec.sliding_window or spec.n_local_attention_layers:  # windows cap the KV cache at long context
+        counts["kv_gib_per_128k_sequence_bf16"] = spec.kv_bytes_per_sequence(131072, 2.0) / 2**30
     if spec.published_params:
         counts["total_vs_published_pct"] = round((total / spec.published_params - 1) * 100, 3)
     if spec.published_active_params:
@@ -91,19 +93,26 @@ def _kv_working(spec: Any) -> str:
     if spec.attention == "mla":
         return (f"{spec.n_layers} layers x ({spec.kv_lora_rank} latent + {spec.qk_rope_head_dim} rope) x 2 B"
                 f" = {spec.kv_bytes_per_token(2.0) / 1024:.1f} KiB")
-    return (f"2 x {spec.n_layers} layers x {spec.n_kv_heads} KV heads x {spec.head_dim} x 2 B"
+    text = (f"2 x {spec.n_layers} layers x {spec.n_kv_heads} KV heads x {spec.head_dim} x 2 B"
             f" = {spec.kv_bytes_per_token(2.0) / 1024:.1f} KiB")
+    if spec.n_local_attention_layers:
+        text += (f"; {spec.n_local_attention_layers} of {spec.n_layers} layers keep only the last"
+                 f" {spec.local_attention_window} tokens")
+    elif spec.sliding_window:
+        text += f"; every layer keeps only the last {spec.sliding_window} tokens"
+    return text
 
 
 @models_app.command("show")
 def show_command(
     model: Annotated[str, typer.Argument(help="Preset id (e.g. llama-3.1-70b) or a config.json path / folder.")],
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """One model's shape, parameter counts and KV cache per token, with the working."""
     from gpuplan.models import resolve_model
 
-    _show(resolve_model(model), as_json)
+    _show(resolve_model(model), as_json, as_csv)
 
 
 @models_app.command("derive")
@@ -111,12 +120,13 @@ def derive_command(
     total: Annotated[str, typer.Argument(help="Total parameters: 7e9, 70B, 1.5T, 350M.")],
     active: Annotated[Optional[str], typer.Option("--active", help="Active parameters per token (MoE), e.g. 37B.")] = None,
     as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """A plausible shape for a parameter count (Llama-style; MoE when --active is smaller)."""
     from gpuplan.models import model_from_params
 
     spec = model_from_params(parse_count(total, "TOTAL"), parse_count(active, "--active") if active else None)
-    _show(spec, as_json)
+    _show(spec, as_json, as_csv)
 
 
 def parse_count(text: str, what: str) -> float:
@@ -133,12 +143,12 @@ def parse_count(text: str, what: str) -> float:
         raise UsageError(f"{what}: not a parameter count: {text!r} (try 7e9, 70B, 1.5T)") from None
 
 
-def _show(spec: Any, as_json: bool) -> None:
+def _show(spec: Any, as_json: bool, as_csv: bool = False) -> None:
     from gpuplan.cli.output import print_json, print_table
 
     counts = _details(spec)
-    if as_json:
-        print_json({"model": spec.model_dump(mode="json"), "counts": counts, "kv_working": _kv_working(spec)})
+    if as_json or as_csv:
+        print_json({"model": spec.model_dump(mode="json"), "counts": counts, "kv_working": _kv_working(spec)}, as_csv)
         return
     rows = [{"field": k, "value": v} for k, v in spec.model_dump().items()
             if v not in (None, "", 0) or k in ("n_experts",)]
@@ -152,4 +162,6 @@ def _fmt_count(key: str, v: float) -> str:
         return f"{v:+.3f}%"
     if key.startswith("kv_bytes"):
         return f"{v / 1024:,.2f} KiB"
+    if key.startswith("kv_gib"):
+        return f"{v:,.2f} GiB"
     return f"{v / 1e9:,.3f} B" if v >= 1e8 else f"{v / 1e6:,.3f} M"

@@ -78,6 +78,9 @@ def providers_command(
         r["infiniband_text"] = {True: "yes", False: "no", None: "?"}[r["has_infiniband"]]
         r["spot_text"] = {True: "yes", False: "no", None: "?"}[r["has_spot"]]
         r["egress_text"] = "?" if r["egress_usd_per_gb"] is None else f"${r['egress_usd_per_gb']:.3g}/GB"
+        r["newest_text"] = str(r["newest_as_of"]) if r["newest_as_of"] else "-"
+        if r["no_public_price"]:
+            r["cheapest"] = f"no public price: {r['no_public_price']}"
     if as_csv:
         flat = [{k: (v if not isinstance(v, (list, dict)) else str(v)) for k, v in r.items()} for r in rows]
         emit(flat, [], as_csv=True)
@@ -85,8 +88,9 @@ def providers_command(
     emit(rows, [
         ("name", "provider"), ("kind_text", "kind"), ("billing_granularity", "billing"),
         ("infiniband_text", "IB"), ("spot_text", "spot"), ("egress_text", "egress"),
-        ("best_for_text", "best for"), ("offer_count", "offers"), ("cheapest", "cheapest $/GPU-h"),
-    ], title=f"{len(rows)} providers", caption=f"offers from: {cat.origin}")
+        ("best_for_text", "best for"), ("priced_offer_count", "offers"), ("spot_offer_count", "spot offers"),
+        ("newest_text", "newest as_of"), ("cheapest", "cheapest $/GPU-h"),
+    ], title=f"{len(rows)} providers", caption=f"offers from: {cat.origin}; spot offers = spot or interruptible")
 
 
 @app.command("offers")
@@ -99,7 +103,7 @@ def offers_command(
     region: Annotated[Optional[str], typer.Option("--region", help="Region substring, case-insensitive.")] = None,
     max_price: Annotated[Optional[float], typer.Option("--max-price", help="Max USD per GPU-hour.")] = None,
     max_price_age: Annotated[Optional[int], typer.Option("--max-price-age", help="Only prices at most this many days old.")] = None,
-    min_confidence: Annotated[Optional[str], typer.Option("--min-confidence", help="primary, third-party or unverified.")] = None,
+    min_confidence: Annotated[Optional[str], typer.Option("--min-confidence", help="primary, aggregated, third-party or unverified (highest first).")] = None,
     sort: Annotated[str, typer.Option("--sort", help="price, node-price, gpus, provider, gpu, age, confidence.")] = "price",
     limit: Annotated[Optional[int], typer.Option("--limit", help="Show at most N offers.")] = None,
     db: DbOpt = None,

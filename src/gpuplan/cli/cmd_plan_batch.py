@@ -13,19 +13,19 @@ from gpuplan.cli.options import (
 
 ItemsOpt = Annotated[Optional[str], typer.Option("--items", help="Independent items (prompts, documents, images), e.g. 10M.")]
 KindOpt = Annotated[Optional[str], typer.Option("--kind", help="generate (LLM generation), embed (embeddings) or gpu (generic GPU work); default from the other options.")]
-BatchDeadlineOpt = Annotated[Optional[str], typer.Option("--deadline", help="Every item done within this wall time: hours, or 36h, 3d, 2w.")]
+BatchDeadlineOpt = Annotated[Optional[str], typer.Option("--deadline", "--deadline-hours", help="Every item done within this wall time: hours, or 36h, 3d, 2w.")]
 InputLenOpt = Annotated[Optional[int], typer.Option("--input-len", help="Input tokens per item (generate; default 1000).")]
 OutputLenOpt = Annotated[Optional[int], typer.Option("--output-len", help="Output tokens per item (generate; default 250).")]
 TokensPerItemOpt = Annotated[Optional[int], typer.Option("--tokens-per-item", help="Tokens per item (embed).")]
-GpuSecondsOpt = Annotated[Optional[float], typer.Option("--gpu-seconds", help="Generic work: GPU-seconds per item on --reference-gpu.")]
+GpuSecondsOpt = Annotated[Optional[float], typer.Option("--gpu-seconds", "--gpu-seconds-per-item", help="Generic work: GPU-seconds per item on --reference-gpu.")]
 ReferenceGpuOpt = Annotated[str, typer.Option("--reference-gpu", help="The GPU --gpu-seconds was measured on.")]
-MinGpuMemOpt = Annotated[Optional[float], typer.Option("--min-gpu-memory", help="Generic work: skip GPUs with less memory, GB.")]
+MinGpuMemOpt = Annotated[Optional[float], typer.Option("--min-gpu-memory", "--min-gpu-memory-gb", help="Generic work: skip GPUs with less memory, GB.")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 or fp4 (default: the model's native precision).")]
 KvPrecisionOpt = Annotated[Optional[str], typer.Option("--kv-precision", help="KV cache: bf16, fp8, int8, fp4.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm.")]
 DownloadOpt = Annotated[Optional[float], typer.Option("--download-gb", help="What every new host downloads (image + weights), GB.")]
-InputKbOpt = Annotated[Optional[float], typer.Option("--input-kb", help="Input staged per item, kB (default: 4 bytes per token).")]
-OutputKbOpt = Annotated[Optional[float], typer.Option("--output-kb", help="Output shipped per item, kB (default: 4 bytes per token; embeddings float32).")]
+InputKbOpt = Annotated[Optional[float], typer.Option("--input-kb", "--input-kb-per-item", help="Input staged per item, kB (default: 4 bytes per token).")]
+OutputKbOpt = Annotated[Optional[float], typer.Option("--output-kb", "--output-kb-per-item", help="Output shipped per item, kB (default: 4 bytes per token; embeddings float32).")]
 BandwidthOpt = Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="Every host's link, Gb/s (default by provider kind).")]
 HostsPerOfferOpt = Annotated[Optional[int], typer.Option("--hosts-per-offer", help="Hosts one offer can supply (default: its max_nodes, else 8 marketplace / 16 decentralized...).")]
 StrictDeadlineOpt = Annotated[bool, typer.Option("--strict-deadline", help="Size fleets so the p90 finish (estimate, price and interruption spreads) meets the deadline, not only the expected one.")]
@@ -36,11 +36,11 @@ RankOpt = Annotated[int, typer.Option("--rank", help="The fleet to export.")]
 BucketOpt = Annotated[str, typer.Option("--bucket", help="Shared storage for the work queue (SkyPilot mounts it at /data).")]
 ModelIdOpt = Annotated[Optional[str], typer.Option("--model-id", help="Hugging Face repo the workers load (default: the preset's).")]
 
-FLAGS = {"items": "--items", "deadline_hours": "--deadline", "budget_usd": "--budget", "input_len": "--input-len",
+FLAGS = {"items": "--items", "deadline_hours": "--deadline", "budget_usd": "--budget-usd", "input_len": "--input-len",
          "output_len": "--output-len", "gpu_seconds_per_item": "--gpu-seconds", "reference_gpu": "--reference-gpu",
          "min_gpu_memory_gb": "--min-gpu-memory", "download_gb": "--download-gb", "input_kb_per_item": "--input-kb",
          "output_kb_per_item": "--output-kb", "bandwidth_gbps": "--bandwidth-gbps",
-         "hosts_per_offer": "--hosts-per-offer", "max_price_age_days": "--max-price-age", "gpus": "--gpu",
+         "hosts_per_offer": "--hosts-per-offer", "max_price_age_days": "--max-price-age-days", "gpus": "--gpu",
          "max_gpus": "--max-gpus", "params": "--params", "active_params": "--active-params"}
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import app
-from gpuplan.cli.options import ActiveParamsOpt, ModelOpt, ParamsOpt
+from gpuplan.cli.options import ActiveParamsOpt, CsvOpt, DbOpt, JsonOpt, ModelOpt, ParamsOpt
 
 Num = Optional[float]
 BAR_WIDTH = 32
@@ -21,7 +21,7 @@ def tco_command(
     data_usd: Annotated[Num, typer.Option("--data-usd", help="Data acquisition and preparation ($).")] = None,
     engineers: Annotated[Num, typer.Option("--engineers", help="Engineers on the project (with --months).")] = None,
     months: Annotated[Num, typer.Option("--months", help="Project length in months.")] = None,
-    salary: Annotated[Num, typer.Option("--salary", help="Salary per engineer, $/year (default 200,000).")] = None,
+    salary: Annotated[Num, typer.Option("--salary-usd-per-year", "--salary", help="Salary per engineer, $/year (default 200,000).")] = None,
     labour_overhead: Annotated[Num, typer.Option("--labour-overhead", help="Loaded-cost multiplier on salary (default 1.3).")] = None,
     labour_usd: Annotated[Num, typer.Option("--labour-usd", help="Engineering labour ($), instead of --engineers.")] = None,
     safety_fraction: Annotated[Num, typer.Option("--safety-fraction", help="Safety and alignment testing as a share of the total (default 0.075).")] = None,
@@ -39,74 +39,43 @@ def tco_command(
     tokens: Annotated[Optional[str], typer.Option("--tokens", help="Plan the final run: training tokens (with --model or --params).")] = None,
     method: Annotated[str, typer.Option("--method", help="Final run method when planned: full, lora or qlora.")] = "full",
     precision: Annotated[str, typer.Option("--precision", help="Final run precision when planned.")] = "bf16",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+    as_csv: CsvOpt = False,
 ) -> None:
     """Full cost of a training project: final run, experiments, data, storage, labour, safety, hosting.
 
     The final run is given (--final-run-usd, or --gpu-hours x --price-per-gpu-hour) or planned:
     with --model/--params and --tokens it is the planner's first-ranked training plan."""
-    from gpuplan.cli.output import fmt_usd, print_json
-    from gpuplan.economics.tco import compute_tco, make_inputs
+    from gpuplan.cli.options import build_request
+    from gpuplan.cli.output import fmt_usd, print_csv, print_json
+    from gpuplan.economics.tco import TcoResult
+    from gpuplan.planner.requests import TcoRequest, tco
 
-    # Names are checked before any planning: an unknown --gpu or --region is an error (exit 2), never
-    # silently dropped when the energy estimate has too little to go on.
-    if gpu is not None:
-        from gpuplan.catalog.gpus import resolve_gpu_id
-
-        gpu = resolve_gpu_id(gpu)
-    if region is not None:
-        from gpuplan.economics.energy import grid_intensity
-
-        grid_intensity(region)
-    planned: dict = {}
-    if model is not None or params is not None or tokens is not None:
-        planned = _planned_final_run(model, params, active_params, tokens, method, precision)
-        if final_run_usd is not None or gpu_hours is not None:
-            from gpuplan.errors import UsageError
-
-            raise UsageError("give the final run (--final-run-usd/--gpu-hours) or plan it (--model --tokens), not both")
-        final_run_usd, gpu_hours, price_per_gpu_hour = (planned["final_run_usd"], planned["gpu_hours"],
-                                                        planned["price_per_gpu_hour"])
-        gpu = gpu or planned["gpu"]
-        region = region or planned["region"]
-    inputs = make_inputs(
+    req = build_request(TcoRequest,
         final_run_usd=final_run_usd, gpu_hours=gpu_hours, price_per_gpu_hour=price_per_gpu_hour,
         experiments_multiplier=experiments_multiplier, data_usd=data_usd, engineers=engineers, months=months,
         salary_usd_per_year=salary, labour_overhead=labour_overhead, labour_usd=labour_usd,
         safety_fraction=safety_fraction, safety_usd=safety_usd, storage_tb=storage_tb, storage_months=storage_months,
         storage_usd_per_gb_month=storage_price, egress_tb=egress_tb, egress_usd_per_gb=egress_price,
         hosting_months=hosting_months, hosting_usd_per_month=hosting_usd_per_month, gpu=gpu, region=region,
-        provider_kind=planned.get("provider_kind"),
-    )
-    result = compute_tco(inputs)
+        model=model, params=params, active_params=active_params, tokens=tokens, method=method,
+        precision=precision)
+    catalog = None
+    if req.planned:
+        from gpuplan.catalog.catalog import Catalog
+
+        catalog = Catalog.load(db)
+    out = tco(req, catalog)  # the request and answer of POST /api/tco
     if as_json:
-        print_json(result.model_dump() | {"chart": result.chart(), "final_run_plan": planned.get("plan")})
+        print_json(out)
         return
-    if planned:
-        typer.echo(f"final run planned: {planned['summary']}")
-    _render(result, fmt_usd)
-
-
-def _planned_final_run(model, params, active_params, tokens, method, precision) -> dict:
-    """The first-ranked training plan, as TCO inputs."""
-    from gpuplan.catalog.catalog import Catalog
-    from gpuplan.cli.cmd_plan import _train_request
-    from gpuplan.errors import GpuplanError
-    from gpuplan.planner import plan_training
-    from gpuplan.planner.project import final_run_from_plan
-    from gpuplan.planner.requests import Constraints
-
-    req = _train_request(model, params, active_params, tokens, None, None, method, 16, precision, 4096, None, None,
-                         0.0, Constraints(), 1)
-    result = plan_training(req, Catalog.load())
-    if not result.plans:
-        raise GpuplanError("no training plan for the final run; give --final-run-usd instead")
-    best = result.plans[0]
-    return final_run_from_plan(best) | {
-        "plan": best.model_dump(mode="json"),
-        "summary": f"{best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}), "
-                   f"{best.wall_hours / 24:.1f} days, ${best.cost_usd:,.0f}",
-    }
+    if as_csv:
+        print_csv([ln for ln in out["lines"]])
+        return
+    if out.get("final_run_summary"):
+        typer.echo(f"final run planned: {out['final_run_summary']}")
+    _render(TcoResult.model_validate({k: v for k, v in out.items() if k in TcoResult.model_fields}), fmt_usd)
 
 
 def _render(result, fmt_usd) -> None:

@@ -17,8 +17,8 @@ ParamsOpt = Annotated[Optional[str], typer.Option("--params", help="Total parame
 ActiveParamsOpt = Annotated[Optional[str], typer.Option("--active-params", help="Active parameters per token (MoE).")]
 
 # Constraints for plans.
-BudgetOpt = Annotated[Optional[float], typer.Option("--budget", help="Max expected total cost, USD.")]
-DeadlineOpt = Annotated[Optional[str], typer.Option("--deadline", help="Max wall time: hours, or with a unit (36h, 14d).")]
+BudgetOpt = Annotated[Optional[str], typer.Option("--budget-usd", "--budget", help="Max expected total cost, USD (e.g. 50000, 50k).")]
+DeadlineOpt = Annotated[Optional[str], typer.Option("--deadline", "--deadline-hours", help="Max wall time: hours, or with a unit (36h, 14d).")]
 ProvidersOpt = Annotated[Optional[str], typer.Option("--providers", help="Only these providers (comma-separated).")]
 ExcludeOpt = Annotated[Optional[str], typer.Option("--exclude", help="Never these providers (comma-separated).")]
 KindsOpt = Annotated[Optional[str], typer.Option("--kinds", help="Provider kinds: hyperscaler, neocloud, marketplace, decentralized.")]
@@ -26,27 +26,23 @@ RegionsOpt = Annotated[Optional[str], typer.Option("--regions", help="Region sub
 GpuFilterOpt = Annotated[Optional[str], typer.Option("--gpu", help="Only these GPUs (comma-separated; 'H100' = every H100 variant).")]
 MaxGpusOpt = Annotated[Optional[int], typer.Option("--max-gpus", help="Never more GPUs than this.")]
 NoSpotOpt = Annotated[bool, typer.Option("--no-spot", help="On-demand, reserved and community offers only.")]
-MinConfidenceOpt = Annotated[Optional[str], typer.Option("--min-confidence", help="primary, third-party or unverified.")]
-MaxPriceAgeOpt = Annotated[Optional[int], typer.Option("--max-price-age", help="Ignore prices older than this many days.")]
+MinConfidenceOpt = Annotated[Optional[str], typer.Option("--min-confidence", help="primary, aggregated, third-party or unverified (highest first).")]
+MaxPriceAgeOpt = Annotated[Optional[int], typer.Option("--max-price-age-days", "--max-price-age", help="Ignore prices older than this many days.")]
 AllowDecentralizedOpt = Annotated[bool, typer.Option("--allow-decentralized", help="Let multi-node training use decentralized/marketplace/consumer GPUs.")]
-LimitOpt = Annotated[int, typer.Option("--limit", help="Show at most N plans.")]
+LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="Show at most N plans (default 15, as the API).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Every table column, however wide (default: drop columns to fit the terminal, never split a number).")]
 
 
 def parse_duration_hours(text: str | None, flag: str = "--deadline") -> float | None:
-    """'36', '36h', '14d', '2w', '90m' -> hours."""
-    import re
+    """'36', '36h', '14d', '2w', '90m' -> hours (gpuplan.planner.requests' parser, the API's too)."""
+    from gpuplan.planner.requests import parse_duration_hours as parse
 
-    from gpuplan.errors import UsageError
+    return parse(text, flag)
 
-    if text is None:
-        return None
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([mhdw]?)\s*", text.lower())
-    if not m:
-        raise UsageError(f"{flag}: {text!r} is not a duration (examples: 36h, 14d, 2w)")
-    value = float(m[1]) * {"": 1, "h": 1, "m": 1 / 60, "d": 24, "w": 168}[m[2]]
-    if value <= 0:
-        raise UsageError(f"{flag} must be positive")
-    return value
+
+# Request fields whose flag is not the field's name (every other field `x_y` is `--x-y`).
+FLAGS = {"deadline_hours": "--deadline", "max_wall_hours": "--max-wall", "gpus": "--gpu",
+         "horizon_months": "--horizon-months", "flops_convention": "--flops-convention"}
 
 
 def constraints_from_options(
@@ -62,26 +58,48 @@ def constraints_from_options(
     if max_wall_h is not None and max_wall_h > 3650 * 24:
         raise UsageError(f"--max-wall must be at most 3650 days (10 years), got {max_wall_h / 24:g} days")
     return validated(Constraints, dict(
-        budget_usd=budget, deadline_hours=parse_duration_hours(deadline), providers=split_list(providers),
+        budget_usd=budget, deadline_hours=deadline, providers=split_list(providers),
         exclude=split_list(exclude), kinds=split_list(kinds), regions=split_list(regions), gpus=split_list(gpu),
         max_gpus=max_gpus, no_spot=no_spot, min_confidence=min_confidence, max_price_age_days=max_price_age,
         allow_decentralized=allow_decentralized, allow_unclustered=allow_unclustered,
         max_wall_hours=max_wall_h,
-    ), flags={"budget_usd": "--budget", "deadline_hours": "--deadline", "max_price_age_days": "--max-price-age",
-              "gpus": "--gpu", "max_wall_hours": "--max-wall"})
+    ))
 
 
 def validated(cls, data: dict, flags: dict[str, str] | None = None):
-    """Build a request record; pydantic's multi-line report becomes one line naming the option."""
+    """Build a request record; pydantic's multi-line report becomes one line naming the option
+    (the field's own name as a flag: request fields are named as the flags are)."""
     from pydantic import ValidationError
 
     try:
         return cls(**data)
     except ValidationError as e:
         err = e.errors()[0]
-        field = next((str(p) for p in err["loc"] if p != "constraints"), "")
-        flag = (flags or {}).get(field) or (f"--{field.replace('_', '-')}" if field else "")
-        raise UsageError(f"{flag + ': ' if flag else ''}{err['msg']}") from None
+        loc = [str(p) for p in err["loc"]]
+        field = next((p for p in loc if p not in ("constraints", "train", "serve")), "")
+        named = {**FLAGS, **(flags or {})}
+        if "constraints" not in loc:
+            named.pop("gpus", None)  # --gpu filters GPU names in plan constraints; elsewhere --gpus is a count
+        flag = named.get(field) or (f"--{field.replace('_', '-')}" if field else "")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"{flag + ': ' if flag else ''}{msg}") from None
+
+
+def build_request(cls, **options):
+    """The library request `cls` (gpuplan.planner.requests) from command-line values: an option left
+    out takes the request's own default, the API's too; a defect is one line naming the flag."""
+    from gpuplan.planner.requests import ModelChoice
+
+    if issubclass(cls, ModelChoice):
+        check_model_options(options.get("model"), options.get("params"), options.get("active_params"))
+    return validated(cls, {k: v for k, v in options.items() if v is not None})
+
+
+def check_model_options(model: str | None, params: str | None, active: str | None) -> None:
+    if (model is None) == (params is None):
+        raise UsageError("give exactly one of --model and --params")
+    if model is not None and active is not None:
+        raise UsageError("--active-params goes with --params, not --model")
 
 
 def resolve_model_option(model: str | None, params: str | None, active: str | None):

@@ -1,34 +1,22 @@
-"""Render results as a Rich table, JSON or CSV. Presentation only: no estimation here."""
+"""Render results as a Rich table, JSON or CSV. Presentation only: no estimation here.
+
+How a value reads (money, durations, layouts) is gpuplan.display's, shared with the report and the page."""
 from __future__ import annotations
 
 import csv
 import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-
-def to_jsonable(obj: Any) -> Any:
-    """Pydantic models, dates, numpy scalars and non-finite floats into plain JSON values."""
-    import datetime as dt
-
-    if hasattr(obj, "model_dump"):
-        return to_jsonable(obj.model_dump(mode="json"))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, (dt.date, dt.datetime)):
-        return obj.isoformat()
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if type(obj).__module__ == "numpy":
-        return to_jsonable(obj.item())
-    return obj
+from gpuplan.display import fmt_usd, fmt_usd_short, fmt_value, to_jsonable  # noqa: F401 (the CLI's names)
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: Any, as_csv: bool = False) -> None:
+    """JSON on stdout; with `as_csv` the same record as CSV (print_record_csv)."""
+    if as_csv:
+        print_record_csv(obj)
+        return
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
 
 
@@ -45,6 +33,19 @@ def print_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = No
         w.writerow({k: ("" if r.get(k) is None else csv_safe(r.get(k))) for k in cols})
 
 
+def print_record_csv(obj: Any) -> None:
+    """--csv for a command whose answer is a record (an estimate, a TCO): one flat row, nested
+    fields as dotted columns; a list of records is one row each."""
+    from gpuplan.display import flat_record
+
+    data = to_jsonable(obj)
+    rows = [flat_record(r) for r in data] if isinstance(data, list) else [flat_record(data)]
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    print_csv(rows, cols)
+
+
 def print_table(
     rows: Sequence[dict[str, Any]],
     columns: Sequence[tuple[str, str]],
@@ -52,6 +53,7 @@ def print_table(
     formatters: dict[str, Callable[[Any], str]] | None = None,
     caption: str | None = None,
     keep_whole: Sequence[str] = (),
+    width: int | None = None,
 ) -> None:
     """columns: (key, header) pairs; numbers right-aligned. Cells of `keep_whole` columns (money,
     bands) are never split across lines: other columns fold first."""
@@ -63,54 +65,28 @@ def print_table(
     cells = [[formatters.get(k, fmt_value)(r.get(k)) for k, _ in columns] for r in rows]
     for c, (key, header) in enumerate(columns):
         whole = key in keep_whole
-        width = max([len(row[c]) for row in cells] + [1]) if whole else None
+        min_width = max([len(row[c]) for row in cells] + [1]) if whole else None
         table.add_column(header, justify="right" if key in numeric else "left", overflow="fold",
-                         no_wrap=whole, min_width=width)
+                         no_wrap=whole, min_width=min_width)
     for row in cells:
         table.add_row(*row)
-    _console().print(table)
+    _console(width).print(table)
 
 
-def _console():
-    """A terminal's own width; 160 columns when piped, so tables stay readable in logs."""
+def _console(width: int | None = None):
+    """A terminal's own width; when piped $COLUMNS, else 160, so tables stay readable in logs; `width`
+    when given (--wide: as wide as the table needs)."""
     from rich.console import Console
 
+    if width is not None:
+        return Console(width=width)
+    import os
+
     console = Console()
-    return console if console.is_terminal else Console(width=160)
-
-
-def fmt_value(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "-"
-        if v == int(v) and abs(v) < 1e6:
-            return f"{int(v)}"
-        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-    return str(v)
-
-
-def fmt_usd(v: Any) -> str:
-    if v is None:
-        return "-"
-    return f"${v:,.2f}" if v < 1e5 else f"${v:,.0f}"
-
-
-def fmt_usd_short(v: Any) -> str:
-    """$950, $12.3k, $1.64M: for bands and narrow columns."""
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 1e9:
-        return f"${v / 1e9:.3g}B"
-    if a >= 1e6:
-        return f"${v / 1e6:.3g}M"
-    if a >= 1e3:
-        return f"${v / 1e3:.3g}k"
-    return f"${v:.0f}"
+    if console.is_terminal:
+        return console
+    cols = os.environ.get("COLUMNS", "")
+    return Console(width=int(cols) if cols.isdigit() and int(cols) >= 40 else 160)
 
 
 def emit(

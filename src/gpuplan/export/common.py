@@ -617,7 +617,10 @@ def megatron_model_args(ctx: Context) -> list[str] | None:
                  "--moe-ffn-hidden-size", str(m.expert_ffn_size or m.ffn_size)]
         if m.n_shared_experts and m.shared_expert_ffn_size:
             args += ["--moe-shared-expert-intermediate-size", str(m.n_shared_experts * m.shared_expert_ffn_size)]
-        if m.n_dense_layers:
+        if getattr(m, "moe_layer_step", 1) > 1:  # e.g. Llama 4 Maverick: every 2nd layer carries the experts
+            mask = m.moe_layer_mask()
+            args += ["--moe-layer-freq", "[" + ",".join("1" if x else "0" for x in mask) + "]"]
+        elif m.n_dense_layers:
             args += ["--moe-layer-freq", f"([0]*{m.n_dense_layers}+[1]*{m.n_layers - m.n_dense_layers})"]
     args += ["--ffn-hidden-size", str(m.ffn_size)]
     if m.gated_ffn:

@@ -35,6 +35,7 @@ _GATED_TYPES = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
     "gemma3_text", "deepseek_v2", "deepseek_v3", "kimi_k2", "phi3", "gpt_oss", "olmo", "olmo2", "internlm2",
     "yi", "baichuan", "cohere", "granite", "exaone", "minicpm", "glm4_moe", "ernie4_5", "llama4_text",
+    "llama4", "minimax_m2", "phimoe", "smollm3", "cohere2", "mistral3", "granitemoe", "granitemoeshared",
 }
 _UNGATED_TYPES = {"gpt2", "gpt_neox", "opt", "bloom", "falcon", "gptj", "gpt_bigcode", "phi", "starcoder2", "nemotron", "mpt"}
 _GATED_ACTS = {"silu", "swish", "swiglu", "geglu", "reglu", "silu_and_mul"}
@@ -44,7 +45,12 @@ _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "gpt2", "gpt_neox", "opt", 
 _UNTIED_DEFAULT_TYPES = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
     "kimi_k2", "gpt_neox", "phi3", "gpt_oss", "falcon", "nemotron", "olmo", "olmo2", "internlm2", "cohere",
+    "llama4_text", "glm4_moe", "minimax_m2", "phimoe",
 }
+# Layers that are not softmax attention (state-space, linear or lightning attention): the spec cannot hold them.
+_HYBRID_TYPES = {"jamba", "zamba", "zamba2", "falcon_h1", "nemotron_h", "phi4flash", "lfm2", "qwen3_next", "mamba",
+                 "mamba2", "recurrent_gemma", "bamba", "minimax", "minimax_m1"}
+_NON_ATTENTION_LAYER_WORDS = ("mamba", "linear", "ssm", "conv", "recurrent", "lightning", "deltanet")
 
 # Sanity caps: bigger than any real model by orders of magnitude, small enough to catch typos.
 _CAPS = {
@@ -53,6 +59,7 @@ _CAPS = {
     "n_active_experts": 100_000, "n_shared_experts": 100_000, "expert_ffn_size": 10_000_000,
     "shared_expert_ffn_size": 10_000_000, "sliding_window": 1_000_000_000, "q_lora_rank": 1_000_000,
     "kv_lora_rank": 1_000_000, "qk_nope_head_dim": 100_000, "qk_rope_head_dim": 100_000, "v_head_dim": 100_000,
+    "moe_layer_step": 100_000,
 }
 _MAX_TOTAL_PARAMS = 1e15
 MAX_CONFIG_BYTES = 50_000_000  # real config.json files are a few kB; 50 MB leaves room for odd ones
@@ -231,6 +238,7 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
             raise r.fail(r.first(_KV_HEADS)[0] or "num_key_value_heads",
                          f"({n_kv}) must divide the attention head count ({n_heads})")
 
+    _refuse_hybrid(r, model_type, n_layers)
     gated = _is_gated(model_type, r.text(_ACT))
     ffn_field, _ = r.first(_FFN)
     if ffn_field is None and model_type in {"gpt2", "bloom", "falcon", "gptj", "gpt_bigcode", "mpt"} | {""}:
@@ -240,7 +248,9 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
     else:
         ffn = r.int_field(_FFN, "ffn_size", required=True)
 
-    moe = _moe_fields(r, n_layers, ffn)
+    moe = _moe_fields(r, model_type, n_layers, ffn)
+    if model_type.startswith("llama4") and r.cfg.get("intermediate_size_mlp") is not None:
+        ffn = r.int_field("intermediate_size_mlp", "ffn_size")  # Llama 4: the dense layers' FFN (experts: intermediate_size)
     tied = r.flag("tie_word_embeddings", model_type not in _UNTIED_DEFAULT_TYPES)
     if "tie_word_embeddings" not in cfg and outer is not cfg and isinstance(outer.get("tie_word_embeddings"), bool):
         tied = outer["tie_word_embeddings"]
@@ -256,8 +266,8 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         name=name or _name(outer, cfg, label), n_layers=n_layers, hidden_size=hidden, n_heads=n_heads,
         n_kv_heads=n_kv, head_dim=head_dim, ffn_size=ffn, gated_ffn=gated, vocab_size=vocab,
         tied_embeddings=tied, attention=attention, qkv_bias=qkv_bias, max_seq_len=max_seq,
-        sliding_window=_sliding_window(r, n_layers), source=label if label != "config" else "config.json",
-        native_precision=_native_precision(outer, cfg), **mla, **moe,
+        source=label if label != "config" else "config.json", attention_sinks=model_type == "gpt_oss",
+        native_precision=_native_precision(outer, cfg), **_windows(r, model_type, n_layers), **mla, **moe,
     )
     try:
         spec = ModelSpec(**fields)
@@ -279,8 +289,35 @@ def _is_gated(model_type: str, act: str) -> bool:
     return act in _GATED_ACTS or act.endswith("glu")
 
 
-def _moe_fields(r: _Reader, n_layers: int, ffn: int) -> dict[str, Any]:
-    """Experts, top-k, shared experts and leading dense layers, across MoE families."""
+def _int_list(r: _Reader, name: str) -> list[int] | None:
+    v = r.cfg.get(name)
+    if not isinstance(v, list):
+        return None
+    return [i for i in v if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _refuse_hybrid(r: _Reader, model_type: str, n_layers: int) -> None:
+    """State-space / linear-attention hybrids (Granite-4.0-H, Qwen3-Next, MiniMax-M1, Jamba) are refused, not miscounted."""
+    kinds = r.cfg.get("layer_types") or r.cfg.get("layers_block_type")
+    odd = [k for k in kinds if isinstance(k, str) and any(w in k.lower() for w in _NON_ATTENTION_LAYER_WORDS)] \
+        if isinstance(kinds, list) else []
+    attn_types = r.cfg.get("attn_type_list")  # MiniMax: 0 = lightning (linear) attention, 1 = softmax
+    if isinstance(attn_types, list) and any(t == 0 and not isinstance(t, bool) for t in attn_types[:n_layers]):
+        odd.append("lightning")
+    if odd or model_type in _HYBRID_TYPES:
+        what = odd[0] if odd else model_type
+        raise UsageError(f"{r.label}: {what!r} layers (a state-space or linear-attention hybrid) are not modelled; "
+                         "give the size instead (--params)")
+
+
+def _moe_fields(r: _Reader, model_type: str, n_layers: int, ffn: int) -> dict[str, Any]:
+    """Experts, top-k, shared experts and which layers are sparse, family by family.
+
+    - DeepSeek-V2/V3, Kimi-K2, GLM-4.5: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
+    - Qwen2/3-MoE: MoE when i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
+    - Llama 4: MoE on the layers in moe_layers, by default every interleave_moe_layer_step-th ((i + 1) % step == 0);
+      experts are intermediate_size wide, one shared expert of the same width, dense layers intermediate_size_mlp.
+    """
     n_experts = r.int_field(_N_EXPERTS, "n_experts", default=0, allow_zero=True)
     if not n_experts or n_experts == 1:
         return {}
@@ -290,40 +327,86 @@ def _moe_fields(r: _Reader, n_layers: int, ffn: int) -> dict[str, Any]:
     expert_ffn = r.int_field(("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size"),
                              "expert_ffn_size", default=ffn)
     out: dict[str, Any] = dict(n_experts=n_experts, n_active_experts=top_k, expert_ffn_size=expert_ffn)
-    shared_size = r.int_field("shared_expert_intermediate_size", "shared_expert_ffn_size")
+    shared_size = r.int_field(("shared_expert_intermediate_size", "shared_intermediate_size"), "shared_expert_ffn_size",
+                              allow_zero=True)
     n_shared = r.int_field(("n_shared_experts", "num_shared_experts"), "n_shared_experts", default=0, allow_zero=True)
-    if shared_size:  # Qwen-MoE: one shared expert of its own width
+    is_llama4 = model_type.startswith("llama4")
+    if is_llama4:  # one shared expert as wide as a routed one, in every MoE layer
+        out.update(n_shared_experts=1, shared_expert_ffn_size=expert_ffn)
+    elif shared_size:  # Qwen-MoE: one shared expert of its own width
         out.update(n_shared_experts=max(1, n_shared), shared_expert_ffn_size=shared_size)
-    elif n_shared:
+    elif n_shared and shared_size != 0:
         out.update(n_shared_experts=n_shared)
-    n_dense = r.int_field("first_k_dense_replace", "n_layers", default=0, allow_zero=True)
-    step = r.int_field(("decoder_sparse_step", "moe_layer_freq"), "n_layers", default=1)
-    dense_only = r.cfg.get("mlp_only_layers")
-    dense_set = {i for i in dense_only if isinstance(i, int) and not isinstance(i, bool)} if isinstance(dense_only, list) else set()
-    for i in range(min(n_layers, 10_000)):
-        if i < n_dense or i in dense_set or (i + 1) % step:
-            dense_set.add(i)
-    out["n_dense_layers"] = len({i for i in dense_set if 0 <= i < n_layers})
-    if out["n_dense_layers"] >= n_layers:
+
+    L = min(n_layers, 10_000)
+    step = 1
+    if is_llama4:
+        step = r.int_field("interleave_moe_layer_step", "moe_layer_step", default=1)
+        listed = _int_list(r, "moe_layers")
+        moe_set = set(listed) if listed else {i for i in range(L) if (i + 1) % step == 0}
+    elif r.cfg.get("decoder_sparse_step") is not None or r.cfg.get("mlp_only_layers") is not None:
+        step = r.int_field("decoder_sparse_step", "moe_layer_step", default=1)
+        dense_only = set(_int_list(r, "mlp_only_layers") or [])
+        moe_set = {i for i in range(L) if i not in dense_only and (i + 1) % step == 0}
+        step = step if not dense_only else 1
+    else:
+        first_dense = r.int_field("first_k_dense_replace", "n_layers", default=0, allow_zero=True)
+        freq = r.int_field("moe_layer_freq", "moe_layer_step", default=1)
+        moe_set = {i for i in range(L) if i >= first_dense and i % freq == 0}
+        step = 1
+    moe_set = {i for i in moe_set if 0 <= i < L}
+    if not moe_set:
         return {}  # no layer is sparse: a dense model
+    out["n_dense_layers"] = L - len(moe_set)
+    # Keep the interval only where it reproduces exactly these layers; otherwise the counts stand alone.
+    if step > 1 and moe_set == {i for i in range(L) if (i + 1) % step == 0}:
+        out["moe_layer_step"] = step
     return out
 
 
-def _sliding_window(r: _Reader, n_layers: int) -> int | None:
-    """A window only when every layer uses it (Mistral-7B); alternating patterns are left out."""
+def _windows(r: _Reader, model_type: str, n_layers: int) -> dict[str, Any]:
+    """Attention windows: one for every layer (Mistral-7B: sliding_window), or local/global interleaving.
+
+    Local layers, by family: an explicit layer_types list ("sliding_attention" / "chunked_attention");
+    Gemma 3 and Cohere 2 without one: all but every sliding_window_pattern-th layer; Gemma 2 and gpt-oss:
+    every other layer from the first; Llama 4: the RoPE layers (no_rope_layers 1, by default 3 of 4) attend
+    within attention_chunk_size chunks.
+    """
+    L = min(n_layers, 10_000)
+    if model_type.startswith("llama4"):
+        chunk = r.int_field("attention_chunk_size", "sliding_window")
+        if not chunk:
+            return {}
+        flags = _int_list(r, "no_rope_layers")
+        interval = r.int_field("no_rope_layer_interval", "n_layers", default=4)
+        n_local = sum(1 for f in flags[:L] if f) if flags else sum(1 for i in range(L) if (i + 1) % interval)
+        return _local(chunk, n_local, L)
     if r.cfg.get("use_sliding_window") is False:
-        return None
+        return {}
     window = r.int_field(("sliding_window",), "sliding_window")
     if not window:
-        return None
+        return {}
     layer_types = r.cfg.get("layer_types")
-    if isinstance(layer_types, list) and any(t != "sliding_attention" for t in layer_types):
-        return None
-    pattern = r.cfg.get("sliding_window_pattern")
-    model_type = str(r.cfg.get("model_type") or "").lower()
-    if model_type.startswith(("gemma2", "gemma3", "gpt_oss", "cohere2")) or (isinstance(pattern, int) and pattern > 1):
-        return None
-    return window
+    if isinstance(layer_types, list) and layer_types:
+        n_local = sum(1 for t in layer_types[:L] if t in ("sliding_attention", "chunked_attention", "local_attention"))
+        return _local(window, n_local, L)
+    pattern = r.cfg.get("sliding_window_pattern", r.cfg.get("_sliding_window_pattern"))
+    if model_type.startswith(("gemma3", "cohere2")) or (isinstance(pattern, int) and not isinstance(pattern, bool)
+                                                        and pattern > 1):
+        p = pattern if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0 else \
+            (6 if model_type.startswith("gemma3") else 4)
+        return _local(window, sum(1 for i in range(L) if (i + 1) % p), L)
+    if model_type.startswith(("gemma2", "gpt_oss")):
+        return _local(window, (L + 1) // 2, L)
+    return {"sliding_window": window}
+
+
+def _local(window: int, n_local: int, n_layers: int) -> dict[str, Any]:
+    if n_local <= 0:
+        return {}
+    if n_local >= n_layers:
+        return {"sliding_window": window}
+    return {"local_attention_window": window, "n_local_attention_layers": n_local}
 
 
 def _name(outer: dict[str, Any], cfg: dict[str, Any], label: str) -> str:
@@ -348,6 +431,8 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
     """An HF-style config.json dict for a spec (what a checkpoint of this shape would carry)."""
     if spec.attention == "mla":
         model_type = "deepseek_v3"
+    elif spec.attention_sinks:
+        model_type = "gpt_oss"
     elif spec.is_moe:
         model_type = "mixtral"
     elif not spec.gated_ffn:
@@ -370,14 +455,21 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
         "max_position_embeddings": spec.max_seq_len,
         "sliding_window": spec.sliding_window,
     }
+    if spec.local_attention_window:  # local layers first, global ones last: only the counts matter here
+        cfg["sliding_window"] = spec.local_attention_window
+        cfg["layer_types"] = (["sliding_attention"] * spec.n_local_attention_layers
+                              + ["full_attention"] * (spec.n_layers - spec.n_local_attention_layers))
     if spec.attention == "mla":
         cfg.update(q_lora_rank=spec.q_lora_rank, kv_lora_rank=spec.kv_lora_rank, qk_nope_head_dim=spec.qk_nope_head_dim,
                    qk_rope_head_dim=spec.qk_rope_head_dim, v_head_dim=spec.v_head_dim)
         cfg.pop("head_dim")
     if spec.is_moe:
         cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,
-                   moe_intermediate_size=spec.expert_ffn_size or spec.ffn_size,
-                   first_k_dense_replace=spec.n_dense_layers)
+                   moe_intermediate_size=spec.expert_ffn_size or spec.ffn_size)
+        if spec.moe_layer_step > 1:
+            cfg["decoder_sparse_step"] = spec.moe_layer_step
+        else:
+            cfg["first_k_dense_replace"] = spec.n_dense_layers
         if spec.n_shared_experts:
             cfg["n_shared_experts"] = spec.n_shared_experts
             if spec.shared_expert_ffn_size:

@@ -15,6 +15,29 @@ from typing import Any
 from gpuplan.errors import UnknownNameError
 from gpuplan.models.spec import ModelSpec
 
+# How close a preset's shape must count to what its authors published (tests/test_models_presets.py,
+# scripts/check_presets.py). Totals: 1% (most published totals are exact safetensors counts); a preset may state
+# a wider one in data (count_tolerance_pct, with count_tolerance_reason). MoE active counts: 2% plus half a unit
+# in the last digit of a rounded headline ("32B" -> +1.6%), capped at 5%.
+TOTAL_TOLERANCE = 0.01
+ACTIVE_TOLERANCE = 0.02
+MAX_ROUNDING_TOLERANCE = 0.05
+
+
+def rounding_tolerance(published: float) -> float:
+    """Half a unit in the last significant digit of a rounded figure (32e9 -> 1.6%, 5.13e9 -> 0.1%), at most 5%."""
+    digits = f"{published:.6g}".split("e")[0].replace(".", "").replace("-", "").rstrip("0") or "1"
+    return min(MAX_ROUNDING_TOLERANCE, 0.5 / int(digits))
+
+
+def count_tolerances(record: dict[str, Any]) -> tuple[float, float]:
+    """(total, active) relative tolerances for one preset record."""
+    total = max(TOTAL_TOLERANCE, float(record.get("count_tolerance_pct") or 0) / 100)
+    active_pub = record.get("published_active_params")
+    active = ACTIVE_TOLERANCE + (rounding_tolerance(active_pub) if active_pub else 0.0)
+    return total, max(active, float(record.get("count_tolerance_pct") or 0) / 100)
+
+
 # Suffixes that name a fine-tune or a packaging of the same shape, not a different model.
 _VARIANT_TOKENS = {"instruct", "chat", "hf", "base", "it", "fp8", "bf16", "pretrained"}
 

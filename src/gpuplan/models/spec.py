@@ -30,7 +30,14 @@ class ModelSpec(BaseModel):
     attention: AttentionKind = "gqa"
     qkv_bias: bool = False
     max_seq_len: int = Field(default=4096, gt=0)
-    sliding_window: int | None = Field(default=None, gt=0)
+    sliding_window: int | None = Field(default=None, gt=0, description="window of EVERY layer (Mistral-7B)")
+    # Interleaved local/global attention (Gemma 2/3, gpt-oss, Llama 4 chunked attention, Cohere 2): only
+    # `n_local_attention_layers` layers attend to the last `local_attention_window` tokens (or their chunk);
+    # the other layers see the whole context. Unset: every layer is global (or `sliding_window` applies).
+    local_attention_window: int | None = Field(default=None, gt=0)
+    n_local_attention_layers: int = Field(default=0, ge=0)
+    # gpt-oss: a learned sink logit per head and layer (n_heads weights per layer).
+    attention_sinks: bool = False
     # MLA (DeepSeek-V2/V3): low-rank compressed KV.
     q_lora_rank: int | None = Field(default=None, gt=0)
     kv_lora_rank: int | None = Field(default=None, gt=0)
@@ -43,7 +50,11 @@ class ModelSpec(BaseModel):
     n_shared_experts: int = Field(default=0, ge=0)
     expert_ffn_size: int | None = Field(default=None, gt=0)
     shared_expert_ffn_size: int | None = Field(default=None, gt=0)
-    n_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN (MoE models)")
+    n_dense_layers: int = Field(default=0, ge=0, description="layers with a dense FFN (MoE models): leading ones, "
+                                "or interleaved ones when moe_layer_step > 1")
+    # MoE FFN on every Nth layer (Llama-4 Maverick: 2, layers 1, 3, 5, ...); 1: every layer after the leading
+    # n_dense_layers dense ones (DeepSeek-V3: 3 dense, then 58 MoE).
+    moe_layer_step: int = Field(default=1, ge=1, le=100_000)
     # The precision its authors ship the weights in (DeepSeek-V3/R1 and Kimi-K2: fp8; gpt-oss: MXFP4):
     # serving defaults to it.
     native_precision: str = "bf16"
@@ -61,6 +72,14 @@ class ModelSpec(BaseModel):
                 raise ValueError("n_active_experts must be in 1..n_experts")
             if self.n_dense_layers > self.n_layers:
                 raise ValueError("n_dense_layers exceeds n_layers")
+            if self.moe_layer_step > 1 and self.n_dense_layers != self.n_layers - self.n_layers // self.moe_layer_step:
+                raise ValueError(f"moe_layer_step {self.moe_layer_step} over {self.n_layers} layers leaves "
+                                 f"{self.n_layers - self.n_layers // self.moe_layer_step} dense layers, "
+                                 f"not n_dense_layers {self.n_dense_layers}")
+        if self.n_local_attention_layers > self.n_layers:
+            raise ValueError("n_local_attention_layers exceeds n_layers")
+        if bool(self.n_local_attention_layers) != bool(self.local_attention_window):
+            raise ValueError("local_attention_window and n_local_attention_layers go together")
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
         return self
@@ -73,6 +92,29 @@ class ModelSpec(BaseModel):
     @property
     def n_moe_layers(self) -> int:
         return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    def moe_layer_mask(self) -> tuple[bool, ...]:
+        """Which layers (0-based) carry the routed experts: every moe_layer_step-th, or all after the leading dense."""
+        if not self.is_moe:
+            return (False,) * self.n_layers
+        if self.moe_layer_step > 1:
+            return tuple((i + 1) % self.moe_layer_step == 0 for i in range(self.n_layers))
+        return tuple(i >= self.n_dense_layers for i in range(self.n_layers))
+
+    @property
+    def n_global_attention_layers(self) -> int:
+        """Layers that attend to the whole context (all of them unless a window applies)."""
+        if self.sliding_window:
+            return 0
+        return self.n_layers - self.n_local_attention_layers
+
+    def attended_tokens_per_layer(self, context_tokens: int) -> float:
+        """Mean over layers of the tokens one query attends to (and keeps KV for) at this context length."""
+        ctx = max(0, int(context_tokens))
+        if self.sliding_window:
+            return float(min(ctx, self.sliding_window))
+        local = self.n_local_attention_layers * min(ctx, self.local_attention_window or ctx)
+        return (local + self.n_global_attention_layers * ctx) / self.n_layers
 
     def _ffn_params(self, ffn_size: int) -> int:
         return (3 if self.gated_ffn else 2) * self.hidden_size * ffn_size
@@ -91,7 +133,7 @@ class ModelSpec(BaseModel):
         q_out = a * d
         kv_out = 2 * self.n_kv_heads * d
         bias = (q_out + kv_out) if self.qkv_bias else 0
-        return h * (q_out + kv_out) + q_out * h + bias
+        return h * (q_out + kv_out) + q_out * h + bias + (a if self.attention_sinks else 0)
 
     def expert_params(self) -> int:
         """One routed expert's FFN."""
@@ -133,7 +175,14 @@ class ModelSpec(BaseModel):
         return self.active_params() - self.vocab_size * self.hidden_size * (0 if self.tied_embeddings else 1)
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
-        """KV cache for one token across all layers: 2·L·G_kv·d_h·b, or L·(r_kv + d_rope)·b for MLA."""
+        """KV cache for one token across all layers: 2·L·G_kv·d_h·b, or L·(r_kv + d_rope)·b for MLA.
+
+        Every layer counted, windows ignored: the bound for a context no longer than the smallest window.
+        """
         if self.attention == "mla":
             return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
         return 2 * self.n_layers * self.n_kv_heads * self.head_dim * bytes_per_element
+
+    def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_element: float = 2.0) -> float:
+        """KV cache of one sequence of `context_tokens`: local-window layers keep at most their window."""
+        return self.kv_bytes_per_token(bytes_per_element) * self.attended_tokens_per_layer(context_tokens)

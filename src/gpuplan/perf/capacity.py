@@ -1,6 +1,7 @@
 """Capacity planning: how many GPUs of a type serve a traffic level within latency targets.
 
-Each tensor-parallel size that holds the model is tried; a replica's capacity is its best
+Each tensor-parallel size that holds the model is tried (for MoE models also attention data
+parallel with expert-parallel experts, the layout large-MoE deployments use); a replica's capacity is its best
 throughput whose TTFT and TPOT meet the targets, derated to a target utilization (queues
 build long before 100 %: p99 latency needs slack, ≈ 0.7–0.8 of saturation), and replicas
 cover the peak (average × peak factor). The layout with the fewest GPUs wins; ties go to
@@ -131,12 +132,12 @@ def plan_capacity(
     best: tuple | None = None
     alternatives = []
     last: ServingEstimate | None = None
-    for tp in tp_choices:
+    for tp, layout, extra in _layouts(model, tp_choices, overrides):
         try:
             est = estimate_serving(model, gpu, tp=tp, precision=precision, kv_precision=kv_precision,
                                    input_len=traffic.input_len, output_len=traffic.output_len,
                                    max_ttft_ms=targets.max_ttft_ms, max_tpot_ms=targets.max_tpot_ms,
-                                   engine=engine, **overrides)
+                                   engine=engine, **overrides, **extra)
         except UsageError as e:
             if "does not divide" in str(e):
                 continue
@@ -144,14 +145,14 @@ def plan_capacity(
         last = est
         if not est.fits or est.meets_targets is False or est.output_tokens_per_s <= 0:
             reason = est.message if not est.fits else "latency targets unreachable"
-            alternatives.append({"tp": tp, "feasible": False, "reason": reason})
+            alternatives.append({"tp": tp, "layout": layout, "feasible": False, "reason": reason})
             continue
         rps_rep = est.requests_per_s * util
         replicas = max(1, math.ceil(peak / rps_rep - 1e-9))
         total = replicas * tp
-        alternatives.append({"tp": tp, "feasible": True, "replicas": replicas, "total_gpus": total,
+        alternatives.append({"tp": tp, "layout": layout, "feasible": True, "replicas": replicas, "total_gpus": total,
                              "per_replica_output_tokens_per_s": est.output_tokens_per_s})
-        key = (total, tp)
+        key = (total, tp, layout != "tp")  # ties go to plain tensor parallelism
         if best is None or key < best[0]:
             best = (key, est, replicas)
     base = dict(model=last.model if last else str(getattr(model, "name", model)), gpu=last.gpu if last else str(gpu),
@@ -159,10 +160,12 @@ def plan_capacity(
     assumptions = {"target_utilization": util, "peak_factor": traffic.peak_factor,
                    "max_ttft_ms": targets.max_ttft_ms, "max_tpot_ms": targets.max_tpot_ms,
                    "month_hours": HOURS_PER_MONTH, "tp_choices": list(tp_choices)}
+    if best is not None:
+        assumptions["layout"] = ("attention-dp" if best[1].assumptions.get("dp_attention") else "tp")
     if best is None:
         why = "; ".join(f"TP{a['tp']}: {a['reason']}" for a in alternatives) or "no TP size divides the model's heads"
         return CapacityPlan(**base, feasible=False, message=why, assumptions=assumptions)
-    (_, tp), est, replicas = best
+    (_, tp, _), est, replicas = best
     cap_rps = replicas * est.requests_per_s
     return CapacityPlan(
         **base, feasible=True, gpus_per_replica=tp, replicas=replicas, total_gpus=replicas * tp,
@@ -172,6 +175,24 @@ def plan_capacity(
         output_tokens_per_month=avg * traffic.output_len * HOURS_PER_MONTH * 3600,
         assumptions={**assumptions, **est.assumptions, "kv_precision": est.kv_precision},
     )
+
+
+def _layouts(model, tp_choices, overrides) -> list[tuple[int, str, dict]]:
+    """(tp, layout name, estimate_serving arguments) to try: tensor parallel for every model, and for
+    MoE models also attention data parallel with experts spread over the replica (EP), unless the
+    caller fixed the layout (dp_attention / ep in overrides)."""
+    out = [(tp, "tp", {}) for tp in tp_choices]
+    if "dp_attention" in overrides or "ep" in overrides:
+        return out
+    try:
+        from gpuplan.perf.inference_estimate import _resolve_model
+
+        moe = bool(_resolve_model(model).is_moe)
+    except GpuplanError:
+        moe = False
+    if moe:
+        out += [(tp, "attention-dp", {"dp_attention": True}) for tp in tp_choices if tp > 1]
+    return out
 
 
 def plan_capacity_all_gpus(model, traffic: Traffic, targets: Targets | None = None, engine: str = "vllm",

@@ -12,6 +12,12 @@ own (doubled) peak. A variant that scaled the small-layer term with the GPU's FL
 (penalizing H100 more than A100) fitted the published rows worse (throughput median 9.3% vs
 5.2%): modern H100 software runs small models at least as efficiently as 2021-23 A100 stacks.
 
+The time model (training_time.py) adds a few physics parameters, fitted per regime by
+scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed; routed experts see
+b·s·k·e/E rows), `attn_ratio` (attention kernels vs GEMMs), `layer_overhead_us` and
+`moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_imbalance` (busiest expert
+rank / mean) and the exposed shares of the TP, EP all-to-all and CP ring communication.
+
 Goodput (productive share of wall time over a whole run): restarts after failures cost
 `lost_h_per_failure` hours each, and the cluster fails every `gpu_h_per_failure / n_gpus` hours
 (formulas.md §7: ~5e4 GPU-hours per job-killing failure), on top of a base share `goodput_base`
@@ -32,6 +38,9 @@ import numpy as np
 
 EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
+# Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
+REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "cp_exposed", "layer_overhead_us",
+                       "moe_layer_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,22 @@ class TrainingEfficiency:
     inter_node_latency_us: float = 40.0
     optimizer_bytes_per_param: float = 30.0  # Adam step traffic: grads, fp32 master, m, v read+write
     selective_overhead: float = 0.03  # re-running norms and activation functions (elementwise, no GEMMs)
-    qlora_overhead: float = 0.30  # NF4 dequantization before every GEMM (not validated: no public row)
+    qlora_overhead: float = 0.30  # kept for old profiles; QLoRA dequantisation is now timed as memory traffic
+    # GEMM rows: a matrix multiply over M token rows runs at 1 / (1 + m_half / M) of its wide-row
+    # speed (tile quantisation, wave tails). Dense layers see M = tokens per micro-batch; routed
+    # experts only the tokens routed to one expert, which is what makes expert parallelism pay.
+    m_half: float = 256.0
+    # Busiest expert-parallel rank / mean (token routing is never perfectly balanced per micro-batch).
+    moe_imbalance: float = 1.15
+    # Attention kernels (FlashAttention fwd + bwd, causal masking) reach this share of the GEMMs'
+    # efficiency: FA2/FA3 on H100 run 35-75 % of peak against 60-80 % for large GEMMs.
+    attn_ratio: float = 0.6
+    # Fixed time per layer and micro-batch (forward + backward kernel launches, small elementwise
+    # kernels, stream syncs): what keeps small models far below the curve's ceiling.
+    layer_overhead_us: float = 60.0
+    # Extra fixed time per MoE layer and micro-batch (router/permute kernels, the host sync for the
+    # all-to-all split sizes): what keeps small-active MoE models at low MFU at small micro-batches.
+    moe_layer_overhead_us: float = 300.0
     goodput_base: float = 0.90
     lost_h_per_failure: float = 0.3
     gpu_h_per_failure: float = 5.0e4

@@ -23,7 +23,12 @@ _UNFITTED = {
     "allreduce_latency_us": 10.0,
     "step_overhead_ms": 1.0,
     "lowp_gemm_ratio": 0.8,
-    "engine_factor": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0},
+    "latency_factor": 1.0,
+    "moe_half_tokens": 16.0,
+    "moe_pair_overhead_ns": 0.0,
+    "layer_overhead_us": 0.0,
+    "ep_hot_excess": 0.0,
+    "engine_factor": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0, "optimum-habana": 1.0},
 }
 
 
@@ -39,6 +44,22 @@ class Efficiency:
     # 8- and 4-bit GEMMs reach a smaller share of their (doubled) peak than bf16: training
     # recipes show fp8 at 43-45 % of fp8 peak vs 52-60 % of bf16 peak for bf16 (formulas.md §5).
     lowp_gemm_ratio: float = 0.8
+    # The batch-independent weight stream of a decode step (CUDA-graph captured GEMVs) runs at this share of
+    # eta_bw whatever the engine: the engine factor, fitted on max-throughput rows, scales only the work that
+    # grows with the batch (FLOPs, KV reads, MoE token traffic), so concurrency-1 latency does not carry it.
+    latency_factor: float = 1.0
+    # Grouped expert GEMMs reach t/(t + moe_half_tokens) of eta_c with t tokens per touched expert.
+    moe_half_tokens: float = 16.0
+    # Router, permutation and unpermutation kernels: seconds x 1e-9 per (token, routed expert, MoE layer),
+    # split over the replica's GPUs; small scatter/gather kernels that do not speed up with the GPU.
+    moe_pair_overhead_ns: float = 0.0
+    # Floor per transformer layer per step: a CUDA-graph captured decode hides launch latency, but each of a
+    # layer's dozen kernels still has a minimum duration; this is what keeps concurrency-1 TPOT above the
+    # weight stream on deep models (it scales with layers, not with the batch or the GPU).
+    layer_overhead_us: float = 0.0
+    # Expert-parallel routing is not uniform: the busiest GPU carries (1 + ep_hot_excess x (1 - 1/ep)) of the mean
+    # token-expert pairs before sampling noise (no expert-load balancer assumed).
+    ep_hot_excess: float = 0.0
     source: str = "unfitted defaults"
 
     def with_overrides(self, **kw) -> "Efficiency":
@@ -46,7 +67,9 @@ class Efficiency:
         for k, v in clean.items():
             if k == "engine_factor":
                 continue
-            _check_positive(k, v, upper=None if k in ("allreduce_latency_us", "step_overhead_ms") else 1.0)
+            _check_positive(k, v, upper=None if k in ("allreduce_latency_us", "step_overhead_ms", "moe_half_tokens",
+                                                      "latency_factor", "moe_pair_overhead_ns",
+                                                      "layer_overhead_us", "ep_hot_excess") else 1.0)
         return replace(self, **clean) if clean else self
 
 
@@ -63,6 +86,8 @@ class Engine:
     runtime_overhead_gib: float
     default_kv: dict[str, str]
     notes: dict[str, str]
+    batching: str = "continuous"  # 'continuous' (vLLM, SGLang, TRT-LLM) or 'static' (Optimum-Habana: fixed, padded batch)
+    bucket_tokens: int = 1  # static engines pad sequence lengths to this bucket
 
 
 def _check_positive(name: str, v: float, upper: float | None = 1.0) -> None:
@@ -102,6 +127,7 @@ def all_engines() -> dict[str, Engine]:
             max_num_batched_tokens=int(e["max_num_batched_tokens"]),
             runtime_overhead_gib=float(e["runtime_overhead_gib"]), default_kv=dict(e["default_kv"]),
             notes={k: v for k, v in e.items() if k.endswith("_note")},
+            batching=e.get("batching", "continuous"), bucket_tokens=int(e.get("bucket_tokens", 1)),
         )
     return out
 
@@ -137,6 +163,9 @@ def fitted_efficiency() -> Efficiency:
         eta_bw=float(p["eta_bw"]), eta_c=float(p["eta_c"]),
         allreduce_latency_us=float(p["allreduce_latency_us"]),
         step_overhead_ms=float(p["step_overhead_ms"]), lowp_gemm_ratio=float(p["lowp_gemm_ratio"]),
+        latency_factor=float(p.get("latency_factor", 1.0)), moe_half_tokens=float(p.get("moe_half_tokens", 16.0)),
+        moe_pair_overhead_ns=float(p.get("moe_pair_overhead_ns", 0.0)),
+        layer_overhead_us=float(p.get("layer_overhead_us", 0.0)), ep_hot_excess=float(p.get("ep_hot_excess", 0.0)),
         engine_factor={k: float(v) for k, v in p["engine_factor"].items()}, source=source,
     )
 
@@ -145,5 +174,6 @@ def engine_factor(eff: Efficiency, engine: Engine) -> float:
     """An engine without measurements of its own runs at the mean of the fitted factors."""
     if engine.key in eff.engine_factor:
         return eff.engine_factor[engine.key]
-    vals = list(eff.engine_factor.values())
+    known = all_engines()
+    vals = [v for k, v in eff.engine_factor.items() if k in known and known[k].batching == engine.batching]
     return sum(vals) / len(vals) if vals else 1.0

@@ -13,6 +13,7 @@ best throughput; with latency targets, the best throughput whose TTFT and TPOT m
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -124,13 +125,20 @@ class _Replica:
     """Memory and timing of one replica (tp GPUs) for a fixed model/GPU/precision/engine."""
 
     def __init__(self, shape: mem.ModelShape, gpu, tp: int, wf: WeightFormat, kv: str, engine: Engine,
-                 eff: Efficiency, memory_fraction: float, max_num_seqs: int, dp_attention: bool):
+                 eff: Efficiency, memory_fraction: float, max_num_seqs: int, dp_attention: bool, ep: int = 1):
         self.shape, self.gpu, self.tp, self.wf, self.kv, self.engine = shape, gpu, tp, wf, kv, engine
-        self.max_num_seqs = max_num_seqs
+        dp_attention = dp_attention and bool(shape.n_experts)
+        ep = ep if shape.n_experts else 1
+        self.ep = ep
+        self.static = engine.batching == "static"
+        # With attention data parallel every GPU runs its own scheduler (vLLM DP engines, TRT-LLM ADP ranks):
+        # the sequence cap and the token budget are per GPU.
+        self.max_num_seqs = max_num_seqs * (tp if dp_attention else 1)
+        self.token_budget = float(engine.max_num_batched_tokens * (tp if dp_attention else 1))
         self.memory_fraction = memory_fraction
         self.dp_attention = dp_attention
-        self.weights_gpu = mem.weight_bytes_per_gpu(shape, wf.bytes_per_param, tp, dp_attention)
-        seqs = max_num_seqs if not dp_attention else max(1, max_num_seqs // tp)
+        self.weights_gpu = mem.weight_bytes_per_gpu(shape, wf.bytes_per_param, tp, dp_attention, ep)
+        seqs = max_num_seqs
         self.runtime_gpu = engine.runtime_overhead_gib * mem.GIB + mem.activation_bytes_per_gpu(
             shape, 1 if dp_attention else tp, engine.max_num_batched_tokens, seqs)
         self.kv_avail_gpu = mem.kv_available_bytes_per_gpu(
@@ -154,12 +162,15 @@ class _Replica:
         from gpuplan.perf.vendor_efficiency import applied_factor
 
         self.arch_factor = af = applied_factor(gpu.id, "serving", gpu.vendor).factor
-        expert_bytes = shape.expert_params * wf.bytes_per_param / tp
+        expert_bytes = shape.expert_params * wf.bytes_per_param / tp  # = whole experts on 1/ep of the GPUs
         dense_read = mem.weight_bytes(shape, wf.bytes_per_param) - shape.routed_expert_params * wf.bytes_per_param
         dense_read -= shape.input_embedding_params * mem.EMBEDDING_BYTES_PER_PARAM  # lookup, not a GEMM
         dense_read = dense_read if dp_attention and shape.n_experts else dense_read / tp
         self.steps = StepModel(
-            shape=shape, tp=tp, dp_attention=dp_attention and bool(shape.n_experts),
+            shape=shape, tp=tp, dp_attention=dp_attention, ep=ep, nvlink=gpu.nvlink_gbps > 0,
+            latency_factor=eff.latency_factor, moe_half_tokens=eff.moe_half_tokens,
+            moe_pair_overhead_s=eff.moe_pair_overhead_ns * 1e-9, layer_overhead_s=eff.layer_overhead_us * 1e-6,
+            ep_hot_excess=eff.ep_hot_excess,
             weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
             kv_bytes_per_token_gpu=self.kv_bytes_token_gpu,
             bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw * af,
@@ -171,7 +182,7 @@ class _Replica:
 
     def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
         return mem.tokens_per_sequence(isl, osl, reserve or self.engine.kv_reserve, self.engine.block_tokens,
-                                       self.shape.sliding_window)
+                                       self.shape.sliding_window, self.shape)
 
     def max_running(self, isl: int, osl: int) -> int:
         per = self.seq_tokens(isl, osl)
@@ -183,11 +194,25 @@ class _Replica:
         need = self.weights_gpu + self.runtime_gpu + one
         return need / self.memory_fraction
 
+    def _static_ctx(self, isl: int, osl: int) -> tuple[float, float]:
+        """Static engines pad the prompt and the decode context to their bucket."""
+        bk = max(1, self.engine.bucket_tokens)
+        pad_in = math.ceil(isl / bk) * bk
+        return pad_in, math.ceil((pad_in + osl / 2.0) / bk) * bk
+
     def latency(self, b: np.ndarray, isl: int, osl: int) -> tuple[np.ndarray, np.ndarray]:
         """(TTFT s, TPOT s) for b running requests."""
+        if self.static:
+            # A fixed batch: every prompt (padded) is prefilled before the first decode step, in passes
+            # of at most max_num_batched_tokens; then b sequences decode in lock-step.
+            pad_in, ctx = self._static_ctx(isl, osl)
+            budget = self.token_budget
+            passes = np.ceil(b * pad_in / budget)
+            ttft = passes * self.steps.step_time_s(0.0, b * pad_in / passes, ctx, pad_in / 2.0)
+            return ttft, self.steps.step_time_s(b, 0.0, ctx, 0.0)
         ctx = isl + osl / 2.0
         others = np.maximum(b - 1.0, 0.0)
-        budget = float(self.engine.max_num_batched_tokens)
+        budget = self.token_budget
         chunk = np.maximum(budget - others, budget / 8.0)
         n_chunks = np.ceil(isl / chunk)
         ttft = n_chunks * self.steps.step_time_s(others, isl / n_chunks, ctx, isl / 2.0)
@@ -198,6 +223,9 @@ class _Replica:
         """Steady-state time for b running requests to each finish once: osl engine steps that
         together carry all b prompts (b·isl prefill tokens) and b·osl decode tokens. Throughput is
         never faster than this, however short the output (with osl = 1 the work is all prefill)."""
+        if self.static:
+            ttft, tpot = self.latency(b, isl, osl)
+            return ttft + (osl - 1) * tpot
         ctx = isl + osl / 2.0
         return osl * self.steps.step_time_s(b, b * isl / osl, ctx, isl / 2.0)
 
@@ -211,11 +239,15 @@ class _Replica:
         return "memory" if w >= c else "compute"
 
 
+@functools.lru_cache(maxsize=4096)
 def _grid(b_max: int) -> np.ndarray:
-    if b_max <= 2048:
+    """Concurrencies tried: every one up to 128, then ~1 % steps (the throughput curve is smooth there)."""
+    if b_max <= 128:
         return np.arange(1, b_max + 1, dtype=float)
-    g = np.unique(np.round(np.geomspace(1, b_max, 1024)))
-    return np.unique(np.concatenate([g, [b_max]])).astype(float)
+    g = np.unique(np.round(np.geomspace(1, b_max, 256)))
+    out = np.unique(np.concatenate([g, [b_max]])).astype(float)
+    out.flags.writeable = False
+    return out
 
 
 # ---------------------------------------------------------------- public API ----------
@@ -240,6 +272,7 @@ def estimate_serving(
     allreduce_latency_us: float | None = None,
     step_overhead_ms: float | None = None,
     efficiency: Efficiency | None = None,
+    ep: int | None = None,
 ) -> ServingEstimate:
     """Predict serving throughput and latency.
 
@@ -247,7 +280,10 @@ def estimate_serving(
     the smallest of 1, 2, 4, 8 that holds the model). `concurrency` is requests in flight
     across all replicas; without it the best-throughput point is reported, and with
     max_ttft_ms / max_tpot_ms the best point meeting them. eta_* and the rest override
-    the fitted efficiency (see `assumptions` in the result).
+    the fitted efficiency (see `assumptions` in the result). For MoE models `ep` (1 or the
+    replica's GPU count) places whole experts on each GPU instead of slicing them, and
+    `dp_attention` (attention data parallel, implies ep = tp) replicates attention so each GPU
+    runs its own sequences and the experts exchange tokens by all-to-all.
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
@@ -276,11 +312,26 @@ def estimate_serving(
     if tp is not None and total % tp:
         raise UsageError(f"n_gpus {total} is not a multiple of tp {tp}")
 
+    ep_req = None if ep is None else _check_int("ep", ep, 1, MAX_GPUS)
+    if ep_req is not None and ep_req > 1 and not shape.n_experts:
+        raise UsageError(f"ep {ep_req} needs a mixture-of-experts model; {m.name} is dense")
+    if dp_attention and not shape.n_experts:
+        dp_attention = False  # attention data parallel is an MoE layout; a dense model keeps tensor parallelism
+
+    def ep_for(t: int) -> int:
+        if ep_req is None:
+            return t if dp_attention else 1
+        if ep_req not in (1, t):
+            raise UsageError(f"ep must be 1 or the replica's GPU count ({t}), got {ep_req}")
+        if dp_attention and ep_req != t:
+            raise UsageError(f"attention data parallel shards the experts over all {t} GPUs: use ep {t} or leave it out")
+        return ep_req
+
     def build(t: int) -> _Replica:
         if not dp_attention and shape.n_heads % t:
             raise UsageError(f"tp {t} does not divide {m.name}'s {shape.n_heads} attention heads; use a divisor such as "
                              + ", ".join(str(d) for d in TP_CHOICES if shape.n_heads % d == 0))
-        return _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs_cap, dp_attention)
+        return _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs_cap, dp_attention, ep_for(t))
 
     if tp is None:
         rep = None
@@ -319,10 +370,19 @@ def estimate_serving(
         "memory_fraction": frac, "memory_fraction_of": eng.memory_fraction_of,
         "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
         "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,
-        "dp_attention": dp_attention, "kv_shards_per_token": rep.kv_shards,
+        "dp_attention": dp_attention, "ep": rep.ep, "kv_shards_per_token": rep.kv_shards,
+        "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens,
+        "moe_pair_overhead_ns": eff.moe_pair_overhead_ns, "layer_overhead_us": eff.layer_overhead_us,
+        "ep_hot_excess": eff.ep_hot_excess,
+        "decode_latency": "weight stream at eta_bw x latency_factor (CUDA-graph decode), no engine factor; "
+                          "all-reduce: cheaper of one-shot and two-shot on NVLink, ring on PCIe",
+        "local_attention": (f"{shape.n_local_layers} of {shape.n_layers} layers attend to the last {shape.local_window} tokens"
+                            if shape.local_window and shape.n_local_layers else None),
+        "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
         "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
         "ttft": "prefill in chunks next to running decodes; closed loop, queueing only beyond max concurrency",
-        "moe_experts": "expected distinct experts per step E(1-(1-k/E)^tokens)" if shape.n_experts else None,
+        "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
+                        "of eta_c for t tokens per expert; EP load imbalance (1 + hot excess)m + sqrt(2 m ln ep)") if shape.n_experts else None,
     }
     base = dict(model=m.name, gpu=g.id, n_gpus=total, tp=tp, replicas=replicas, engine=eng.key, precision=wf.key,
                 kv_precision=kv, input_len=isl, output_len=osl, kv_bytes_per_token=rep.kv_bytes_token,
@@ -334,11 +394,12 @@ def estimate_serving(
         need = rep.needed_per_gpu_bytes(isl, osl)
         have = mem.device_memory_bytes(g)
         short = max(need - have, 0.0) / 1e9
-        msg = _not_fit_message(m.name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs_cap, dp_attention, kv)
+        msg = _not_fit_message(m.name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs_cap, dp_attention, kv,
+                               rep.ep)
         return ServingEstimate(**base, fits=False, message=msg, shortfall_gb=round(short, 2),
                                memory_per_gpu_gb=need / 1e9)
 
-    full = int(min(rep.kv_tokens // rep.seq_tokens(isl, osl, "maximum"), seqs_cap))
+    full = int(min(rep.kv_tokens // rep.seq_tokens(isl, osl, "maximum"), rep.max_num_seqs))
     grid = _grid(b_max)
     ttft, tpot = rep.latency(grid, isl, osl)
     e2e = ttft + (osl - 1) * tpot
@@ -355,7 +416,7 @@ def estimate_serving(
             # The rest wait in the queue: Little's law on the closed loop of per_rep clients.
             e2e_q = per_rep * osl / x
             t1 = e2e_q - (osl - 1) * t2
-            limited = "kv_cache" if b_max < seqs_cap else "max_num_seqs"
+            limited = "kv_cache" if b_max < rep.max_num_seqs else "max_num_seqs"
             warnings.append(f"concurrency {conc:,} exceeds the {b_max * replicas:,} requests that fit at once; the rest queue")
         else:
             limited = "concurrency"
@@ -377,10 +438,27 @@ def estimate_serving(
             warnings.append(f"no concurrency meets the targets; at 1 request TTFT {ttft[0] * 1e3:.0f} ms, TPOT {tpot[0] * 1e3:.1f} ms")
         else:
             i = int(np.argmax(np.where(ok, thr, -1.0)))
+            if i < len(grid) - 1 and grid[i + 1] - grid[i] > 1:
+                # The coarse grid skipped concurrencies: refine between this point and the next one.
+                sub = np.arange(grid[i], grid[i + 1] + 1, dtype=float)
+                s_ttft, s_tpot = rep.latency(sub, isl, osl)
+                s_thr = sub * osl / np.maximum(s_ttft + (osl - 1) * s_tpot, rep.cycle_s(sub, isl, osl))
+                s_ok = np.ones_like(sub, dtype=bool)
+                if ttft_cap is not None:
+                    s_ok &= s_ttft * 1e3 <= ttft_cap
+                if tpot_cap is not None:
+                    s_ok &= s_tpot * 1e3 <= tpot_cap
+                if s_ok.any():
+                    j = int(np.argmax(np.where(s_ok, s_thr, -1.0)))
+                    if s_thr[j] >= thr[i]:
+                        grid = np.concatenate([grid[:i], sub[j:j + 1], grid[i + 1:]])
+                        ttft = np.concatenate([ttft[:i], s_ttft[j:j + 1], ttft[i + 1:]])
+                        tpot = np.concatenate([tpot[:i], s_tpot[j:j + 1], tpot[i + 1:]])
+                        thr = np.concatenate([thr[:i], s_thr[j:j + 1], thr[i + 1:]])
             if ttft_cap is None and tpot_cap is None:
-                limited = ("kv_cache" if b_max < seqs_cap else "max_num_seqs") if i == len(grid) - 1 else "throughput peak"
+                limited = ("kv_cache" if b_max < rep.max_num_seqs else "max_num_seqs") if i == len(grid) - 1 else "throughput peak"
             else:
-                limited = "latency targets" if i < len(grid) - 1 else ("kv_cache" if b_max < seqs_cap else "max_num_seqs")
+                limited = "latency targets" if i < len(grid) - 1 else ("kv_cache" if b_max < rep.max_num_seqs else "max_num_seqs")
         op_b = op_running = float(grid[i])
         op_ttft, op_tpot, op_x = float(ttft[i]), float(tpot[i]), float(thr[i])
 
@@ -400,20 +478,20 @@ def estimate_serving(
     )
 
 
-def _not_fit_message(name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs, dp_attention, kv) -> str:
+def _not_fit_message(name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs, dp_attention, kv, ep=1) -> str:
     """'needs 141 GB per GPU at TP1, has 80; try --gpus 2 or --precision fp8'."""
     hints = []
     for t in (2, 4, 8, 16, 32, 64):
         if t <= tp or (shape.n_heads % t and not dp_attention):
             continue
-        if _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs, dp_attention).max_running(isl, osl) >= 1:
+        if _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs, dp_attention, t if ep > 1 else 1).max_running(isl, osl) >= 1:
             hints.append(f"--gpus {t}")
             break
     for alt in ("fp8", "int4", "fp4"):
         w = weight_format(alt)
         if w.bytes_per_param >= wf.bytes_per_param or (w.needs and not g.supports(w.needs)):
             continue
-        if _Replica(shape, g, tp, w, kv, eng, eff, frac, seqs, dp_attention).max_running(isl, osl) >= 1:
+        if _Replica(shape, g, tp, w, kv, eng, eff, frac, seqs, dp_attention, ep).max_running(isl, osl) >= 1:
             hints.append(f"--precision {alt}")
             break
     hint = f"; try {' or '.join(hints)}" if hints else "; no TP up to 64 or lower precision fits it"

@@ -41,6 +41,20 @@ class ModelShape:
     kv_elems_per_token: float  # all layers, K and V (or MLA latent)
     attn_flops_per_ctx: float  # FLOPs per (query token, context token), all layers
     ffn_act: float  # widest FFN activation per token, for the activation buffer
+    expert_ffn: int = 0  # intermediate size of one routed expert
+    local_window: int | None = None  # window (or chunk) of the local-attention layers
+    n_local_layers: int = 0  # layers that attend only to the last local_window tokens
+    attention_sinks: bool = False  # gpt-oss: learned sink logit per head (no KV, negligible FLOPs)
+
+    def kv_context(self, ctx: float) -> float:
+        """Context tokens whose KV a sequence of `ctx` tokens holds and reads, averaged over layers:
+        every-layer sliding windows cap all layers, interleaved local layers cap only their share."""
+        if self.sliding_window:
+            ctx = min(ctx, self.sliding_window)
+        if self.local_window and self.n_local_layers:
+            f = min(1.0, self.n_local_layers / self.n_layers)
+            return (1 - f) * ctx + f * min(ctx, self.local_window)
+        return ctx
 
     @property
     def routed_expert_params(self) -> float:
@@ -76,6 +90,10 @@ def model_shape(model) -> ModelShape:
         n_experts=m.n_experts, n_active_experts=m.n_active_experts, n_moe_layers=m.n_moe_layers,
         kv_elems_per_token=float(m.kv_bytes_per_token(1.0)),
         attn_flops_per_ctx=float(per_ctx * m.n_layers), ffn_act=float(ffn_act),
+        expert_ffn=int(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0,
+        local_window=getattr(m, "local_attention_window", None),
+        n_local_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
+        attention_sinks=bool(getattr(m, "attention_sinks", False)),
     )
 
 
@@ -85,14 +103,16 @@ def weight_bytes(shape: ModelShape, bytes_per_param: float) -> float:
     return (shape.total_params - emb) * bytes_per_param + emb * EMBEDDING_BYTES_PER_PARAM
 
 
-def weight_bytes_per_gpu(shape: ModelShape, bytes_per_param: float, tp: int, dp_attention: bool) -> float:
-    """TP shards every matrix; with data-parallel attention only the routed experts are
-    sharded (expert parallel) and attention/dense weights are replicated on each GPU."""
+def weight_bytes_per_gpu(shape: ModelShape, bytes_per_param: float, tp: int, dp_attention: bool, ep: int = 1) -> float:
+    """TP shards every matrix. Expert parallelism (ep = the replica's GPUs) places whole routed
+    experts, E/ep per GPU, instead of slicing each; with data-parallel attention the attention
+    and dense weights are replicated on every GPU of the replica."""
     total = weight_bytes(shape, bytes_per_param)
-    if dp_attention and shape.n_experts:
-        experts = shape.routed_expert_params * bytes_per_param
-        return (total - experts) + experts / tp
-    return total / tp
+    if not shape.n_experts:
+        return total / tp
+    experts = shape.routed_expert_params * bytes_per_param
+    rest = total - experts
+    return rest / (1 if dp_attention else tp) + experts / (ep if ep > 1 else tp)
 
 
 def kv_shards(shape: ModelShape, tp: int, dp_attention: bool) -> int:
@@ -123,10 +143,15 @@ def kv_available_bytes_per_gpu(gpu, weights_gpu: float, overhead_gpu: float, fra
     return fraction * mem - weights_gpu - overhead_gpu
 
 
-def tokens_per_sequence(input_len: float, output_len: float, reserve: str, block: int, window: int | None) -> float:
+def tokens_per_sequence(input_len: float, output_len: float, reserve: str, block: int, window: int | None,
+                        shape: ModelShape | None = None) -> float:
     """KV tokens one request holds: its full length when the engine reserves the maximum,
-    its average length while decoding when pages are allocated on demand; block-rounded."""
+    its average length while decoding when pages are allocated on demand; block-rounded.
+    With a shape, sliding-window and interleaved local-attention layers hold only their window."""
     ctx = input_len + (output_len if reserve == "maximum" else output_len / 2.0)
+    ctx = math.ceil(ctx / block) * block
+    if shape is not None:
+        return shape.kv_context(ctx)
     if window:
         ctx = min(ctx, window)
-    return math.ceil(ctx / block) * block
+    return ctx

@@ -1,19 +1,35 @@
 """One engine iteration's time, vectorized over batch sizes.
 
-An iteration of a continuous-batching engine runs B decode tokens plus some prefill
-tokens through the model. Two kernel classes are rooflined separately because they hit
-different limits: the GEMMs (weights read once per step vs 2·N_act FLOPs per token) and
-attention (each sequence's KV read vs its score FLOPs). Tensor parallelism adds two
-all-reduces per layer (latency + bandwidth over NVLink or PCIe); each iteration also
-pays a fixed scheduling overhead. The fitted engine factor scales the device time.
+An iteration of a continuous-batching engine runs B decode tokens plus some prefill tokens
+through the model. Per GPU it costs:
+
+* the GEMMs: the larger of streaming the weights once (routed experts only where some token
+  went: E·(1−(1−k/E)^T) distinct experts per MoE layer) and their FLOPs. The weight stream does
+  not grow with the batch; a decode step is CUDA-graph captured, so it runs at the fitted
+  ``latency_factor`` share of the achieved bandwidth and never carries the engine factor.
+  The FLOPs do: 2·N per token at eta_c, routed experts' grouped GEMMs at t/(t + t½) of it for
+  t tokens per touched expert, with expert-parallel load imbalance;
+* attention (each sequence's KV read vs its score FLOPs; sliding-window and interleaved local
+  layers read only their window) and the MoE token traffic (dispatch, combine and the expert
+  activations, plus a fitted router/permutation time per token-expert pair), all per token,
+  all scaled by the engine factor;
+* collectives, not scaled by any factor: tensor parallelism's two all-reduces per layer at the
+  cheaper of a one-shot (latency + (g−1)·S/B) and a two-shot (2·latency + 2(g−1)/g·S/B)
+  algorithm on NVLink, a ring on PCIe; with attention data parallel, the experts' dispatch and
+  combine all-to-alls instead;
+* a fixed per-step scheduling overhead, and a per-layer kernel floor: CUDA graphs remove launch
+  latency from decode but not each kernel's minimum duration.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpuplan.perf.inference_memory import ModelShape
+
+ACT_BYTES = 2.0  # bf16 activations on the wire and in the MoE permutation
 
 
 @dataclass(frozen=True)
@@ -21,10 +37,10 @@ class StepModel:
     """Everything an iteration's time depends on, reduced to per-GPU scalars."""
 
     shape: ModelShape
-    tp: int
+    tp: int  # GPUs of the replica
     dp_attention: bool
     weight_read_bytes_dense: float  # per GPU per step, weights read regardless of routing
-    expert_bytes_gpu: float  # one routed expert of one layer, per GPU share
+    expert_bytes_gpu: float  # one routed expert of one layer, per GPU share (expected)
     kv_bytes_per_token_gpu: float  # KV bytes of one context token on one GPU
     bw_bytes_s: float  # achieved HBM bandwidth (peak x eta_bw)
     gemm_flops_s: float  # achieved GEMM FLOP/s at the weight precision (peak x eta_c)
@@ -33,6 +49,13 @@ class StepModel:
     link_bytes_s: float  # per-direction bandwidth available to a collective
     engine_factor: float
     step_overhead_s: float
+    ep: int = 1  # expert-parallel degree (1: experts tensor-sliced)
+    latency_factor: float = 1.0
+    moe_half_tokens: float = 16.0
+    ep_hot_excess: float = 0.0  # extra load on the busiest expert-parallel GPU from skewed routing
+    layer_overhead_s: float = 0.0  # kernel floor per layer per step (CUDA-graph decode)
+    moe_pair_overhead_s: float = 0.0  # router + permute + unpermute time per (token, expert, layer), GPU-independent
+    nvlink: bool = True
 
     def experts_touched(self, tokens: np.ndarray) -> np.ndarray:
         """Expected distinct routed experts per MoE layer for `tokens` tokens: E·(1−(1−k/E)^T)."""
@@ -40,6 +63,24 @@ class StepModel:
         if not e:
             return np.zeros_like(tokens, dtype=float)
         return e * (1.0 - np.power(1.0 - k / e, tokens))
+
+    def grouped_gemm_efficiency(self, tokens: np.ndarray) -> np.ndarray:
+        """Share of eta_c the routed experts' grouped GEMM reaches: t/(t + t½), t tokens per touched expert."""
+        s = self.shape
+        if not s.n_experts:
+            return np.ones_like(tokens, dtype=float)
+        touched = np.maximum(self.experts_touched(tokens), 1e-9)
+        t = tokens * s.n_active_experts / touched
+        return t / (t + self.moe_half_tokens)
+
+    def ep_imbalance(self, tokens: np.ndarray) -> np.ndarray:
+        """Load of the busiest of ep GPUs over the mean m token-expert pairs: routing is not uniform
+        (hot experts add ``ep_hot_excess`` x (1 - 1/ep), fitted), and sampling adds sqrt(2 ln(ep) / m)."""
+        if self.ep <= 1 or not self.shape.n_experts:
+            return np.ones_like(tokens, dtype=float)
+        m = np.maximum(tokens * self.shape.n_active_experts / self.ep, 1.0)
+        hot = self.ep_hot_excess * (1.0 - 1.0 / self.ep)
+        return np.minimum(1.0 + hot + np.sqrt(2.0 * math.log(self.ep) / m), float(self.ep))
 
     def step_time_s(self, decode: np.ndarray, prefill: np.ndarray, context: float, prefill_ctx: float) -> np.ndarray:
         """Seconds for one iteration with `decode` sequences generating one token at average
@@ -50,28 +91,51 @@ class StepModel:
         prefill = np.asarray(prefill, dtype=float)
         tokens = decode + prefill
         g = self.tp
-        # GEMMs: read the weights once (routed experts only where some token went), compute 2·N per token.
-        weights = self.weight_read_bytes_dense + s.n_moe_layers * self.experts_touched(tokens) * self.expert_bytes_gpu
-        gemm = np.maximum(weights / self.bw_bytes_s, 2.0 * s.matmul_params * tokens / g / self.gemm_flops_s)
+        # GEMMs: stream the weights once per step (batch-independent), or compute 2·N per token.
+        if s.n_experts:
+            touched = self.experts_touched(tokens)
+            weights = self.weight_read_bytes_dense + s.n_moe_layers * touched * self.expert_bytes_gpu
+            routed_active = s.n_moe_layers * s.n_active_experts * s.expert_params
+            dense_flops = 2.0 * (s.matmul_params - routed_active) * tokens / g
+            expert_flops = 2.0 * routed_active * tokens / g * self.ep_imbalance(tokens)
+            flops_t = (dense_flops + expert_flops / self.grouped_gemm_efficiency(tokens)) / self.gemm_flops_s
+        else:
+            weights = self.weight_read_bytes_dense
+            flops_t = 2.0 * s.matmul_params * tokens / g / self.gemm_flops_s
+        stream = weights / (self.bw_bytes_s * self.latency_factor)
+        gemm = np.maximum(stream, flops_t / self.engine_factor)
         # Attention: decode reads each sequence's KV; prefill tokens attend to their prefix.
-        kv_ctx = min(context, s.sliding_window) if s.sliding_window else context
+        kv_ctx = s.kv_context(context)
         kv_read = decode * kv_ctx * self.kv_bytes_per_token_gpu
-        attn_flops = (decode * kv_ctx + prefill * prefill_ctx) * s.attn_flops_per_ctx / g
+        attn_flops = (decode * kv_ctx + prefill * s.kv_context(prefill_ctx)) * s.attn_flops_per_ctx / g
         attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s)
+        # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
+        pairs = s.n_moe_layers * tokens * s.n_active_experts / g
+        moe = (pairs * (4 * s.hidden + 3 * s.expert_ffn) * ACT_BYTES / self.bw_bytes_s
+               + pairs * self.moe_pair_overhead_s) if s.n_experts else 0.0
         comm = self._comm_s(tokens)
-        return (gemm + attn + comm) / self.engine_factor + self.step_overhead_s
+        return gemm + (attn + moe) / self.engine_factor + comm + self.step_overhead_s + s.n_layers * self.layer_overhead_s
+
+    def allreduce_s(self, nbytes: np.ndarray) -> np.ndarray:
+        """One all-reduce of `nbytes` over the replica's GPUs."""
+        g, lat, bw = self.tp, self.allreduce_latency_s, self.link_bytes_s
+        if g <= 1:
+            return np.zeros_like(nbytes)
+        two_shot = 2 * lat + 2.0 * (g - 1) / g * nbytes / bw
+        if not self.nvlink:
+            return lat * (g - 1) + 2.0 * (g - 1) / g * nbytes / bw  # ring over PCIe
+        one_shot = lat + (g - 1) * nbytes / bw
+        return np.minimum(one_shot, two_shot)
 
     def _comm_s(self, tokens: np.ndarray) -> np.ndarray:
         g = self.tp
         if g <= 1:
             return np.zeros_like(tokens)
         s = self.shape
-        act_bytes = tokens * s.hidden * 2.0  # bf16 activations
         if self.dp_attention and s.n_experts:
-            # Expert parallel all-to-all: dispatch + combine per MoE layer, own tokens only.
-            vol = (tokens / g) * s.n_active_experts * s.hidden * 2.0 * (g - 1) / g
-            per_layer = 2 * (self.allreduce_latency_s + vol / self.link_bytes_s)
-            return s.n_moe_layers * per_layer
-        # Megatron TP: all-reduce after attention and after the FFN, ring volume 2(g-1)/g·S.
-        per_ar = self.allreduce_latency_s + 2.0 * (g - 1) / g * act_bytes / self.link_bytes_s
-        return 2 * s.n_layers * per_ar
+            # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only.
+            vol = (tokens / g) * s.n_active_experts * s.hidden * ACT_BYTES * (g - 1) / g
+            lat = self.allreduce_latency_s * (1 if self.nvlink else g - 1)
+            return s.n_moe_layers * 2 * (lat + vol / self.link_bytes_s)
+        # Megatron TP: all-reduce after attention and after the FFN.
+        return 2 * s.n_layers * self.allreduce_s(tokens * s.hidden * ACT_BYTES)

@@ -4,10 +4,16 @@ Rows come from `data/inference-runs.csv` (built by scripts/build_serving_validat
 model shapes pinned for them from `data/inference-models.json`. Each usable row yields one
 or more comparisons: output tokens/s for throughput rows, TTFT and TPOT where measured.
 
-The fit adjusts five shared numbers (η_bw, η_c, the TP all-reduce latency, a per-step
-overhead and vLLM's speed relative to TensorRT-LLM, the reference engine at 1.0) to
-minimise a robust (soft-L1) loss on log errors, so one badly-behaved deployment cannot
-drag every other prediction. Leave-one-out refits without each row and predicts it.
+The fit adjusts eleven shared numbers (η_bw, η_c, the NVLink all-reduce latency, a per-step
+overhead, a per-layer kernel floor, the decode weight-stream latency factor, the grouped-GEMM
+half-efficiency token count, a router/permutation time per token-expert pair, the
+expert-parallel routing skew, and the speeds of vLLM and of the static-batch engine relative
+to TensorRT-LLM, the reference at 1.0) to minimise a robust (soft-L1) loss on log errors,
+each regime weighted alike, so one badly-behaved deployment cannot drag every other
+prediction.
+Leave-one-source-out refits without every row of one source (one table or paper) and
+predicts them. Rows carry a `regime` (see `classify_regime`); per-regime leave-one-source-out
+residual quantiles are shipped in data/serving-error-bands.json for the planner's bands.
 """
 from __future__ import annotations
 
@@ -23,7 +29,13 @@ import numpy as np
 from gpuplan.perf.engines import Efficiency, fitted_efficiency
 
 REFERENCE_ENGINE = "trtllm"
-FITTED_ENGINES = ("vllm",)
+FITTED_ENGINES = ("vllm", "optimum-habana")
+REGIMES = ("dense_throughput", "dense_latency", "moe_small_active", "moe_large", "amd", "gaudi", "blackwell",
+           "long_input")
+SMALL_ACTIVE_MAX = 14e9  # MoE with at most this many active parameters: Mixtral 8x7B, Qwen3-30B-A3B, gpt-oss
+LATENCY_MAX_CONCURRENCY = 8
+LONG_INPUT_MIN = 8192
+ETA_BW_MAX = 0.95  # no kernel streams HBM at its datasheet peak; the weight stream may reach 1.0 x peak at most
 LOSS_SCALE = 0.25  # log-error beyond which the loss grows linearly, not quadratically
 
 
@@ -34,6 +46,54 @@ class Comparison:
     group: str  # max_throughput | throughput_other | latency | assumed_input (an input length was assumed)
     measured: float
     label: str
+    regime: str = ""
+    source_id: str = ""
+
+
+def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: int = 0, engine: str = "vllm") -> str:
+    """The validation regime a serving request falls in, for its error band. First match wins:
+    gaudi (Intel, or a static-batch engine), amd, moe_small_active (<= 14B active), moe_large,
+    blackwell, long_input (>= 8k prompt), dense_latency (<= 8 in flight), dense_throughput."""
+    from gpuplan.perf.engines import resolve_engine
+
+    vendor, arch = "", ""
+    if gpu:
+        g = gpu
+        if isinstance(gpu, str):
+            from gpuplan.catalog.gpus import get_gpu
+
+            g = get_gpu(gpu)
+        from gpuplan.perf.vendor_efficiency import infer_arch
+
+        vendor = g.vendor
+        arch = infer_arch(g.id, g.vendor)
+    if vendor == "Intel" or resolve_engine(engine).batching == "static":
+        return "gaudi"
+    if vendor == "AMD":
+        return "amd"
+    if getattr(model, "is_moe", False):
+        return "moe_small_active" if float(model.active_params()) <= SMALL_ACTIVE_MAX else "moe_large"
+    if arch == "Blackwell":
+        return "blackwell"
+    if input_len >= LONG_INPUT_MIN:
+        return "long_input"
+    if concurrency is not None and concurrency <= LATENCY_MAX_CONCURRENCY:
+        return "dense_latency"
+    return "dense_throughput"
+
+
+@functools.cache
+def error_bands() -> dict:
+    """Per-regime leave-one-source-out residual quantiles of log(pred/measured), or {} before the first write."""
+    f = resources.files("gpuplan.perf.data").joinpath("serving-error-bands.json")
+    if not f.is_file():
+        return {}
+    return json.loads(f.read_text(encoding="utf-8"))
+
+
+def error_band(regime: str) -> dict | None:
+    """{'p10', 'p50', 'p90', 'n'} of log(pred/measured) for a regime (see classify_regime), or None."""
+    return error_bands().get("regimes", {}).get(regime)
 
 
 @functools.cache
@@ -73,13 +133,14 @@ def comparisons(rows: list[dict] | None = None) -> list[Comparison]:
             label += f" c{r['concurrency']}"
         assumed = r["input_len_assumed"] == "1"
         x = _f(r["measured_output_tokens_per_s"])
+        reg, sid = r.get("regime", ""), r.get("source_id", "")
         if x and r["scenario"] != "latency":
             group = "max_throughput" if r["scenario"] == "max_throughput" else "throughput_other"
-            out.append(Comparison(rid, "output_tokens_per_s", "assumed_input" if assumed else group, x, label))
+            out.append(Comparison(rid, "output_tokens_per_s", "assumed_input" if assumed else group, x, label, reg, sid))
         for metric in ("ttft_ms", "tpot_ms"):
             v = _f(r[f"measured_{metric}"])
             if v:
-                out.append(Comparison(rid, metric, "assumed_input" if assumed else "latency", v, label))
+                out.append(Comparison(rid, metric, "assumed_input" if assumed else "latency", v, label, reg, sid))
     return out
 
 
@@ -94,6 +155,7 @@ def predict_row(row: dict, eff: Efficiency):
         concurrency=int(float(conc)) if conc else None, engine=row["engine"],
         max_num_seqs=int(row["max_num_seqs"]) if row["max_num_seqs"] else None,
         dp_attention=row["dp_attention"] == "1", efficiency=eff,
+        ep=int(row["ep"]) if row.get("ep") and row["dp_attention"] != "1" else None,
     )
 
 
@@ -108,7 +170,10 @@ def predictions(eff: Efficiency, rows: list[dict] | None = None) -> dict[tuple[i
 
 
 # ---------------------------------------------------------------- fitting ----------
-_NAMES = ("eta_bw", "eta_c", "allreduce_latency_us", "step_overhead_ms") + tuple(f"f_{e}" for e in FITTED_ENGINES)
+_NAMES = ("eta_bw", "eta_c", "allreduce_latency_us", "step_overhead_ms", "latency_factor", "moe_half_tokens", "moe_pair_overhead_ns",
+          "layer_overhead_us", "ep_hot_excess") + tuple(
+    f"f_{e}" for e in FITTED_ENGINES)
+_N_CORE = 9
 
 
 def _to_params(z: np.ndarray, base: Efficiency) -> Efficiency:
@@ -117,23 +182,30 @@ def _to_params(z: np.ndarray, base: Efficiency) -> Efficiency:
     factors = dict(base.engine_factor)
     factors[REFERENCE_ENGINE] = 1.0
     for i, e in enumerate(FITTED_ENGINES):
-        factors[e] = sig(z[4 + i], 0.2, 2.0)
-    factors.pop("sglang", None)  # no usable rows: it runs at the mean of the fitted ones
-    return replace(base, eta_bw=sig(z[0], 0.3, 1.0), eta_c=sig(z[1], 0.15, 1.0),
-                   allreduce_latency_us=sig(z[2], 1.0, 200.0), step_overhead_ms=sig(z[3], 0.0, 20.0),
+        factors[e] = sig(z[_N_CORE + i], 0.2, 2.0)
+    factors.pop("sglang", None)  # no usable rows: it runs at the mean of the continuous-batching ones
+    return replace(base, eta_bw=sig(z[0], 0.3, ETA_BW_MAX), eta_c=sig(z[1], 0.15, 1.0),
+                   allreduce_latency_us=sig(z[2], 1.0, 60.0), step_overhead_ms=sig(z[3], 0.0, 10.0),
+                   latency_factor=sig(z[4], 0.5, 1.0 / ETA_BW_MAX), moe_half_tokens=math.exp(sig(z[5], 0.0, math.log(512.0))),
+                   moe_pair_overhead_ns=sig(z[6], 0.0, 200.0), layer_overhead_us=sig(z[7], 0.0, 200.0),
+                   ep_hot_excess=sig(z[8], 0.0, 1.5),
                    engine_factor=factors, source="fitted")
 
 
 def _loss(eff: Efficiency, rows: list[dict], comps: list[Comparison]) -> float:
     pred = predictions(eff, rows)
+    per_regime: dict[str, int] = {}
+    for c in comps:
+        per_regime[c.regime] = per_regime.get(c.regime, 0) + 1
     total = 0.0
     for c in comps:
+        w = 1.0 / math.sqrt(per_regime[c.regime])  # regimes weigh alike, not by their row counts
         p = pred.get((c.row_id, c.metric), float("nan"))
         if not (p > 0 and math.isfinite(p)):
-            total += 25.0
+            total += 25.0 * w
             continue
         r = math.log(p / c.measured) / LOSS_SCALE
-        total += 2 * (math.sqrt(1 + r * r) - 1)  # soft-L1
+        total += w * 2 * (math.sqrt(1 + r * r) - 1)  # soft-L1
     return total
 
 
@@ -167,14 +239,26 @@ def _nelder_mead(f, x0: np.ndarray, step: float = 0.6, iters: int = 400, tol: fl
     return pts[int(np.argmin(vals))]
 
 
-def fit(rows: list[dict] | None = None, start: Efficiency | None = None, iters: int = 400) -> Efficiency:
+def _from_params(eff: Efficiency) -> np.ndarray:
+    logit = lambda v, lo, hi: math.log(max(1e-6, (v - lo)) / max(1e-6, (hi - v)))  # noqa: E731
+    z = [logit(eff.eta_bw, 0.3, ETA_BW_MAX), logit(eff.eta_c, 0.15, 1.0), logit(eff.allreduce_latency_us, 1.0, 60.0),
+         logit(eff.step_overhead_ms, 0.0, 10.0), logit(eff.latency_factor, 0.5, 1.0 / ETA_BW_MAX),
+         logit(math.log(max(eff.moe_half_tokens, 1.0001)), 0.0, math.log(512.0)),
+         logit(eff.moe_pair_overhead_ns, 0.0, 200.0), logit(eff.layer_overhead_us, 0.0, 200.0),
+         logit(eff.ep_hot_excess, 0.0, 1.5)]
+    z += [logit(eff.engine_factor.get(e, 1.0), 0.2, 2.0) for e in FITTED_ENGINES]
+    return np.clip(np.asarray(z, dtype=float), -6, 6)
+
+
+def fit(rows: list[dict] | None = None, start: Efficiency | None = None, iters: int = 400,
+        restart: bool = True) -> Efficiency:
     rows = rows if rows is not None else fit_rows()
     comps = comparisons(rows)
     base = start or fitted_efficiency()
-    z0 = np.zeros(len(_NAMES))
+    z0 = _from_params(base) if start is not None and start.source == "fitted" else np.zeros(len(_NAMES))
     best = _nelder_mead(lambda z: _loss(_to_params(z, base), rows, comps), z0, iters=iters)
-    # A restart from the optimum escapes Nelder-Mead's occasional early collapse.
-    best = _nelder_mead(lambda z: _loss(_to_params(z, base), rows, comps), best, step=0.3, iters=iters)
+    if restart:  # a restart from the optimum escapes Nelder-Mead's occasional early collapse
+        best = _nelder_mead(lambda z: _loss(_to_params(z, base), rows, comps), best, step=0.3, iters=iters)
     return _to_params(best, base)
 
 
@@ -186,21 +270,51 @@ def errors(eff: Efficiency, rows: list[dict] | None = None) -> list[dict]:
     for c in comparisons(rows):
         p = pred[(c.row_id, c.metric)]
         out.append(dict(row_id=c.row_id, metric=c.metric, group=c.group, label=c.label, measured=c.measured,
+                        regime=c.regime, source_id=c.source_id,
                         predicted=p, error=p / c.measured - 1 if p == p else float("nan")))
     return out
 
 
-def leave_one_out(start: Efficiency | None = None, iters: int = 400) -> list[dict]:
-    """Refit without each row, then predict that row's comparisons (rows outside the fit
-    set are predicted by the full fit, which never saw them)."""
+def leave_one_source_out(start: Efficiency, iters: int = 120) -> list[dict]:
+    """Refit without every row of one source, then predict that source's rows. Refits start
+    from the full fit (`start`) and run a shorter search. Rows outside the fit set (an input
+    length assumed) are predicted by the refit without their source too."""
     rows = fit_rows()
     out = []
-    full = fit(rows, start=start, iters=iters)
-    out.extend(errors(full, [r for r in usable_rows() if r not in rows]))
-    for r in rows:
-        rest = [x for x in rows if x is not r]
-        eff = fit(rest, start=start, iters=iters)
-        out.extend(errors(eff, [r]))
+    for sid in sorted({r["source_id"] for r in usable_rows()}):
+        held = [r for r in usable_rows() if r["source_id"] == sid]
+        rest = [r for r in rows if r["source_id"] != sid]
+        eff = fit(rest, start=start, iters=iters, restart=False)
+        out.extend(errors(eff, held))
+    return out
+
+
+def _q(v: list[float], q: float) -> float:
+    return float(np.quantile(np.asarray(v), q)) if v else float("nan")
+
+
+def summarize_regimes(errs: list[dict]) -> dict[str, dict]:
+    """Per regime and metric family: n, median and p90 absolute % error; plus 'all'."""
+    out: dict[str, dict] = {}
+    keys = [(r, m) for r in REGIMES + ("all",) for m in ("throughput", "ttft", "tpot", "all")]
+    for reg, fam in keys:
+        e = [abs(x["error"]) for x in errs if x["error"] == x["error"] and x["group"] != "assumed_input"
+             and (reg == "all" or x["regime"] == reg)
+             and (fam == "all" or x["metric"].startswith({"throughput": "output", "ttft": "ttft", "tpot": "tpot"}[fam]))]
+        if e:
+            out.setdefault(reg, {})[fam] = {"n": len(e), "median_ape": 100 * float(np.median(e)),
+                                            "p90_ape": 100 * _q(e, 0.9)}
+    return out
+
+
+def residual_bands(errs: list[dict]) -> dict[str, dict]:
+    """Per regime: p10/p50/p90 of log(pred/measured) over its comparisons (stated inputs only)."""
+    out = {}
+    for reg in REGIMES + ("all",):
+        v = [math.log(1 + x["error"]) for x in errs if x["error"] == x["error"] and x["error"] > -1
+             and x["group"] != "assumed_input" and (reg == "all" or x["regime"] == reg)]
+        if v:
+            out[reg] = {"p10": round(_q(v, 0.1), 4), "p50": round(_q(v, 0.5), 4), "p90": round(_q(v, 0.9), 4), "n": len(v)}
     return out
 
 

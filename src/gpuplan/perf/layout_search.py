@@ -272,6 +272,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
 _LAYOUT_CACHE: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
 _LAYOUT_CACHE_SIZE = 64
 _LAYOUT_CACHE_LOCK = threading.Lock()
+_LAYOUT_IN_FLIGHT: dict[tuple, threading.Lock] = {}  # key -> the lock of the search filling it
 
 
 def _layouts_and_memory(shape, wl, counts, gpus_per_node, fixed, grid_mode, keep_invalid, overhead_gib):
@@ -282,6 +283,23 @@ def _layouts_and_memory(shape, wl, counts, gpus_per_node, fixed, grid_mode, keep
         if hit is not None:
             _LAYOUT_CACHE.move_to_end(key)
             return hit
+        gate = _LAYOUT_IN_FLIGHT.setdefault(key, threading.Lock())
+    # Single flight: concurrent requests for one key wait for the first to fill the cache.
+    with gate:
+        try:
+            with _LAYOUT_CACHE_LOCK:
+                hit = _LAYOUT_CACHE.get(key)
+            if hit is not None:
+                return hit
+            return _layouts_and_memory_uncached(key, shape, wl, counts, gpus_per_node, fixed, grid_mode,
+                                                keep_invalid, overhead_gib)
+        finally:
+            with _LAYOUT_CACHE_LOCK:
+                if _LAYOUT_IN_FLIGHT.get(key) is gate:
+                    del _LAYOUT_IN_FLIGHT[key]
+
+
+def _layouts_and_memory_uncached(key, shape, wl, counts, gpus_per_node, fixed, grid_mode, keep_invalid, overhead_gib):
     lay = enumerate_layouts(shape, wl, counts, gpus_per_node, fixed, grid_mode=grid_mode)
     if not keep_invalid:  # sweeps: structurally invalid layouts need neither memory nor time
         keep = lay["reason"] < 0

@@ -329,6 +329,45 @@ def _choose_count(grid: TrainingGrid, deadline_h: float) -> tuple[int, str]:
         f"{wall[fast] / 24:.1f} days); picked the fewest GPU-hours")
 
 
+# Without a GPU count or deadline, a run is sized by efficiency, not by a planning deadline: the
+# count with the fewest GPU-hours (highest throughput per GPU) among those that finish within
+# REASONABLE_WALL_DAYS; when none does, the largest count whose GPU-hours are within
+# EFFICIENT_SLACK of the fewest (the fastest run that wastes no more than that).
+EFFICIENT_SLACK = 0.10
+REASONABLE_WALL_DAYS = 30.0
+COUNT_POLICIES = ("auto", "deadline", "efficient", "throughput")
+
+
+def _choose_count_efficient(grid: TrainingGrid, wall_limit_h: float) -> tuple[int, str]:
+    fits = grid.fits[0]
+    if not fits.any():
+        return int(grid.counts[-1]), "no count up to the search limit fits in memory; showing the largest"
+    gh = np.where(fits, grid.gpu_hours[0], np.inf)
+    wall = grid.wall_hours[0]
+    in_time = fits & (wall <= wall_limit_h)
+    if in_time.any():
+        gh_t = np.where(in_time, gh, np.inf)
+        i = int(np.nonzero(gh_t <= gh_t.min() * 1.005)[0][0])
+        return int(grid.counts[i]), (f"the count with the fewest GPU-hours (highest throughput per GPU) among those "
+                                     f"finishing within {wall_limit_h / 24:g} days")
+    best = float(gh.min())
+    ok = np.nonzero(gh <= best * (1.0 + EFFICIENT_SLACK))[0]
+    i = int(ok[-1])
+    return int(grid.counts[i]), (
+        f"no count finishes within {wall_limit_h / 24:g} days; the largest count within {EFFICIENT_SLACK:.0%} of the "
+        f"fewest GPU-hours ({int(grid.counts[int(np.argmin(gh))])} GPUs); give --gpus or --deadline-days to trade "
+        f"GPU-hours for wall time")
+
+
+def _choose_count_throughput(grid: TrainingGrid) -> tuple[int, str]:
+    fits = grid.fits[0]
+    if not fits.any():
+        return int(grid.counts[-1]), "no count up to the search limit fits in memory; showing the largest"
+    per_gpu = np.where(fits, grid.tokens_per_s[0] / grid.counts, 0.0)
+    i = int(np.nonzero(per_gpu >= per_gpu.max() * 0.99)[0][0])
+    return int(grid.counts[i]), "the smallest count at the highest throughput per GPU (no --tokens given)"
+
+
 def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None = None, *,
                       tp: int | None = None, pp: int | None = None, dp: int | None = None, cp: int | None = None,
                       ep: int | None = None, micro_batch: int | None = None, recompute=None, zero: int | None = None,
@@ -336,12 +375,17 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                       goodput: float | None = None, efficiency: float | None = None,
                       deadline_days: float | None = None, attention: str = "causal",
                       overhead_gib: float | None = None, efficiency_params: TrainingEfficiency | None = None,
-                      n_runners_up: int = 5) -> TrainingEstimate:
+                      n_runners_up: int = 5, count_policy: str = "auto") -> TrainingEstimate:
     """GPU-hours, wall time, MFU, memory and layout for one model, workload, GPU type and count.
 
-    Without `n_gpus`, picks the smallest count that fits and finishes within `deadline_days`
-    (default 30), else the count with the fewest GPU-hours. Layout parts given are pinned.
+    Without `n_gpus`: with `deadline_days`, the smallest count that fits and finishes within it
+    (else the fewest GPU-hours); without, a count the workload would sensibly use (within
+    EFFICIENT_SLACK of the fewest GPU-hours, the smallest finishing within REASONABLE_WALL_DAYS).
+    `count_policy` "throughput" picks the highest throughput per GPU (step-time questions).
+    Layout parts given are pinned.
     """
+    if count_policy not in COUNT_POLICIES:
+        raise UsageError(f"count policy {count_policy!r}: use one of {', '.join(COUNT_POLICIES)}")
     spec = _model(model)
     shape = model_shape(spec)
     g = _gpu(gpu)
@@ -367,7 +411,13 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         grid = estimate_training_grid(spec, workload, [g], default_counts(), inter_node_gbps_per_gpu, gpn, goodput,
                                       efficiency, attention, eff, **{**layout_args,
                                                                      "recompute": fixed.recompute})
-        n, why = _choose_count(grid, deadline_h)
+        policy = count_policy if count_policy != "auto" else ("deadline" if deadline_days else "efficient")
+        if policy == "deadline":
+            n, why = _choose_count(grid, deadline_h)
+        elif policy == "throughput":
+            n, why = _choose_count_throughput(grid)
+        else:
+            n, why = _choose_count_efficient(grid, REASONABLE_WALL_DAYS * 24)
         notes.append(f"{n} GPUs: {why}")
     else:
         n = _check_count(n_gpus)
@@ -409,6 +459,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
 
     hw_tok = hardware_flops_per_token(shape, workload.seq_len, rc_name, workload.method, attention,
                                       workload.flash_attention, workload.lora_rank, workload.lora_targets)
+    hw_tok += workload.teacher_forward_flops_per_token
     peak = g.peak_tflops(workload.precision) * 1e12
     tok_s = batch * workload.seq_len / step
     mfu = tok_s * model_tok / (n * peak)
@@ -470,6 +521,15 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "active_params": spec.active_params(),
         "calibration": None if efficiency is not None else calibration_entry(g.id, "training", g.vendor),
     }
+    if workload.teacher:
+        assumptions["teacher"] = workload.teacher
+        assumptions["teacher_forward_flops_per_token"] = workload.teacher_forward_flops_per_token
+        assumptions["teacher_params"] = workload.teacher_params
+        notes.append(f"distillation from {workload.teacher}: its forward pass "
+                     f"({workload.teacher_forward_flops_per_token:.3g} FLOPs/token) is in the FLOPs, time and MFU; "
+                     f"its bf16 weights in memory")
+    if workload.recompute_layers is not None:
+        assumptions["recompute_layers"] = workload.recompute_layers
     if workload.method != "full":
         assumptions["lora_rank"] = workload.lora_rank
         assumptions["lora_targets"] = workload.lora_targets

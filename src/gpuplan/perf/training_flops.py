@@ -25,10 +25,7 @@ RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 
 
-def _context(shape: ModelShape, seq_len: int, attention: str) -> float:
-    """Average number of keys each query attends to under the convention."""
-    s = float(seq_len)
-    w = shape.sliding_window
+def _window_context(s: float, w: int | None, attention: str) -> float:
     if attention == "none":
         return 0.0
     if attention == "full":
@@ -36,6 +33,17 @@ def _context(shape: ModelShape, seq_len: int, attention: str) -> float:
     if w and w < s:  # causal with a window: ramps up to w, then flat
         return w - w * w / (2 * s)
     return s / 2
+
+
+def _context(shape: ModelShape, seq_len: int, attention: str) -> float:
+    """Average number of keys each query attends to under the convention, over all layers
+    (interleaved local layers see only their window or chunk)."""
+    s = float(seq_len)
+    if shape.sliding_window or not shape.n_local_attention_layers or not shape.local_attention_window:
+        return _window_context(s, shape.sliding_window, attention)
+    n_loc = min(shape.n_local_attention_layers, shape.n_layers)
+    local = _window_context(s, shape.local_attention_window, attention)
+    return (n_loc * local + (shape.n_layers - n_loc) * _window_context(s, None, attention)) / shape.n_layers
 
 
 def attention_forward_flops_per_token(shape: ModelShape, seq_len: int, attention: str = "causal") -> float:

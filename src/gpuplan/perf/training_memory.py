@@ -31,7 +31,15 @@ OPTIMIZER_BYTES = {"adam": 12.0, "adam8bit": 6.0, "sgd": 8.0}
 QLORA_BYTES_PER_PARAM = 0.52
 LOGITS_BYTES = 4.0  # fp32 logits per vocab entry per token (formulas.md §2.2)
 
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "teacher", "overhead")
+
+
+def recompute_fraction(wl: TrainingWorkload, layers_per_stage) -> np.ndarray:
+    """Share of a stage's layers that full recompute reruns: all, or `recompute_layers` of them."""
+    lps = np.asarray(layers_per_stage, dtype=np.float64)
+    if wl.recompute_layers is None:
+        return np.ones_like(lps)
+    return np.minimum(float(wl.recompute_layers), lps) / np.maximum(lps, 1.0)
 
 
 def _arr(x) -> np.ndarray:
@@ -97,7 +105,8 @@ def memory_breakdown_bytes(shape: ModelShape, wl: TrainingWorkload, t, p, d, c, 
         selective = sbh * (6.0 / t_sp + (8.0 + 2.0 * shape.ffn_act / h) / t)
         per_layer_stored = np.where(rc == 1, selective, per_layer_stored)
     full_rc = rc == 2
-    per_layer = np.where(full_rc, 2.0 * sbh / t_sp, per_layer_stored)
+    frac = recompute_fraction(wl, lps)  # partial recompute: the other layers store their activations
+    per_layer = np.where(full_rc, frac * 2.0 * sbh / t_sp + (1.0 - frac) * per_layer_stored, per_layer_stored)
     working = np.where(full_rc, per_layer_stored, 0.0)  # one layer rebuilt during its backward
     m = np.maximum(np.floor(B / (d * b)), 1.0)
     in_flight = np.minimum(p, m)
@@ -113,12 +122,20 @@ def memory_breakdown_bytes(shape: ModelShape, wl: TrainingWorkload, t, p, d, c, 
     else:
         ovh = np.full_like(n_gpus, overhead_gib * GIB)
 
-    first = w1 + g1 + o1 + act_first + logits_first + ovh
-    last = w2 + g2 + o2 + act_last + logits + ovh
+    # Distillation: the frozen teacher's bf16 weights, split like the student's (TP x PP; ZeRO-3
+    # also over data-parallel ranks), and its fp32 logits next to the student's on the last stage.
+    teacher = 2.0 * wl.teacher_params / (t * p * np.where(z >= 3, dp_shard, 1.0))
+    teacher_logits = LOGITS_BYTES * s_local * b * wl.teacher_vocab / t
+    teacher_first = teacher + np.where(multi_stage, 0.0, teacher_logits)
+    teacher_last = teacher + teacher_logits
+
+    first = w1 + g1 + o1 + act_first + logits_first + teacher_first + ovh
+    last = w2 + g2 + o2 + act_last + logits + teacher_last + ovh
     use_first = first >= last
     pick = lambda a, b_: np.where(use_first, a, b_)  # noqa: E731
     return {
         "weights": pick(w1, w2), "gradients": pick(g1, g2), "optimizer": pick(o1, o2),
         "activations": pick(act_first, act_last), "logits": pick(logits_first, logits),
+        "teacher": pick(teacher_first, teacher_last) + 0.0 * first,
         "overhead": ovh + 0.0 * first, "total": np.maximum(first, last),
     }

@@ -39,6 +39,8 @@ class ModelShape:
     routed_active_params: float = 0.0  # routed-expert weights one token passes through, all layers (MoE)
     expert_ffn: float = 0.0  # routed expert FFN width (MoE; 0 for dense models)
     ffn_io_active_per_layer: float = 0.0  # sum of (in + out) widths of the FFN matrices a token passes, average layer
+    local_attention_window: int | None = None  # interleaved local layers (Gemma 3, Llama 4 chunks, gpt-oss)
+    n_local_attention_layers: int = 0
 
     @property
     def attention_io_per_layer(self) -> float:
@@ -105,4 +107,6 @@ def model_shape(m: ModelSpec) -> ModelShape:
         routed_active_params=float(m.n_moe_layers * m.n_active_experts * m.expert_params()) if m.is_moe else 0.0,
         expert_ffn=float(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0.0,
         ffn_io_active_per_layer=float(ffn_io_active),
+        local_attention_window=getattr(m, "local_attention_window", None),
+        n_local_attention_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
     )

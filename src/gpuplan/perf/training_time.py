@@ -4,13 +4,22 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
        + exposed data-parallel gradient reduce + optimizer update
 
 - compute: hardware FLOPs of one micro-batch on one GPU (stage share, uneven stages pay the
-  fullest stage) at the GPU's achieved efficiency (efficiency.py), times m micro-batches;
+  fullest stage) at the GPU's achieved efficiency (efficiency.py), times m micro-batches, split
+  into dense GEMMs (slowed 1 + m_half/M for M token rows per micro-batch), routed-expert GEMMs
+  (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows; times
+  the load imbalance of the busiest rank) and the attention core (always the causal work the
+  kernels do, at `attn_ratio` of the GEMM efficiency and at the bf16 peak even in FP8 runs);
+  plus fixed costs per layer (and per MoE layer) and micro-batch, memory-bound extras (LoRA
+  adapters, QLoRA dequantisation per micro-batch, FP8 casts, MoE permutation and router), and a
+  distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times;
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
   inter-node fabric otherwise), `tp_exposed` of it on the critical path;
-- EP all-to-all: dispatch + combine of b·s·h·2·k·(e-1)/e per MoE layer, backward doubles it;
-- CP ring attention: (c-1) K/V block exchanges per layer, mostly overlapped;
+- EP all-to-all: dispatch + combine of b·s·h·2·k per MoE layer, backward doubles it; peers in the
+  node over NVLink, the rest over the NIC (the slower share sets the time), `ep_exposed` of it;
+- CP ring attention: (c-1) K/V block exchanges per layer, each hidden behind attention on one
+  block except for `cp_exposed` of it;
 - PP: activations b·s·h·2/t each way per micro-batch and stage boundary;
 - DP (ZeRO 0-2): one reduce of the stage's gradients per step, 2(n-1)/n·S, hidden behind the
   last micro-batch's backward up to `dp_overlap`; ZeRO-3 gathers weights and reduce-scatters
@@ -27,13 +36,21 @@ from gpuplan.catalog.records import Gpu
 from gpuplan.perf.efficiency import TrainingEfficiency
 from gpuplan.perf.training_flops import (forward_flops_per_token, hardware_flops_per_token,
                                          model_flops_per_token)
-from gpuplan.perf.training_memory import OPTIMIZER_BYTES
+from gpuplan.perf.training_memory import OPTIMIZER_BYTES, recompute_fraction
 from gpuplan.perf.training_shape import ModelShape
 from gpuplan.perf.workload import TrainingWorkload
 
 # Bytes moved per token per unit of an adapted matrix's (in + out) width: 2-byte activations,
 # read and written (x2), in the forward and the two backward products (x3). Physics, not fitted.
 LORA_ADAPTER_BYTES_PER_DIM = 12.0
+# QLoRA dequantisation per base weight and GEMM: read NF4 (0.5 B) + write bf16 (2 B) + the GEMM
+# reads the bf16 copy (2 B). Physics, not fitted.
+QLORA_DEQUANT_BYTES_PER_PARAM = 4.5
+# MoE permutation: gather each token's k copies into expert order (read + write 2 B) and scatter
+# them back with the gate-weighted sum (read + write 2 B), forward; backward twice that.
+MOE_PERMUTE_BYTES_PER_DIM = 24.0
+# Router logits, softmax and top-k in fp32 (read + write, forward and backward) per expert.
+MOE_ROUTER_BYTES_PER_EXPERT = 24.0
 # Bytes per token per unit of a linear layer's (in + out) width for fp8/fp4 dynamic scaling:
 # amax read (2) + cast read (2) + low-precision write (1) = 5, once for the input (forward) and once
 # for the output gradient (backward). Fused casts (TransformerEngine) move less; this is unfused.
@@ -56,6 +73,7 @@ class GpuFeatures:
     scaleup_domain: np.ndarray  # GPUs that share that domain (2 for bridged PCIe cards)
     pcie_bytes_s: np.ndarray
     arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
+    bf16_ratio: np.ndarray | float = 1.0  # bf16 peak / peak at the compute precision (attention stays bf16)
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -90,6 +108,8 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
         scaleup_domain=np.array([nvlink_domain(g, int(n)) for g, n in zip(gpus, gpn)], dtype=np.float64),
         pcie_bytes_s=np.full(len(gpus), eff.pcie_gbs * 1e9),
         arch_factor=arch_factors(gpus),
+        bf16_ratio=np.array([g.peak_tflops("bf16") if g.bf16_tflops > 0 else g.peak_tflops(precision)
+                             for g in gpus], dtype=np.float64) / np.maximum(peak, 1e-9),
     )
 
 
@@ -121,43 +141,70 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     lps = np.ceil(L / p)
     m = B / (d * b)  # micro-batches per step and pipeline
 
-    kw = dict(method=wl.method, attention=attention, lora_rank=wl.lora_rank, lora_targets=wl.lora_targets)
-    hw_tok = np.array([hardware_flops_per_token(shape, wl.seq_len, r, flash_attention=wl.flash_attention, **kw)
-                       for r in ("none", "selective", "full")])
+    # Work per token in "GEMM-equivalent" FLOPs for each recompute mode (none / selective / full):
+    # dense GEMMs slowed by short rows, routed experts by the few tokens each expert sees,
+    # attention at its kernels' own efficiency. Always the real (causal, windowed) attention work,
+    # whatever convention MFU is quoted in.
+    phi = eff.memory_bound_share(h) if wl.method != "full" else 0.0
+    parts_tok = compute_flops_parts(shape, wl, phi)  # (3 modes, 3 parts: other GEMMs, routed experts, attention)
+    rows = s * b / c  # token rows of one micro-batch's GEMMs on this GPU
     if efficiency_override is not None:
         eta = f64(efficiency_override)
+        work = _mode_parts(parts_tok, rc, wl, lps).sum(axis=-1)
     else:
         eta = eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * feats.arch_factor
-        hw_tok = hw_tok + routed_expert_extra_flops(shape, wl, eff)
-    if wl.method != "full":
-        # LoRA/QLoRA skip the frozen weights' gradients (fewer GEMM FLOPs), but the memory-bound
-        # share of the step runs as in full training: count it at full-training FLOPs.
-        kw_full = dict(kw, method="full")
-        full_tok = np.array([hardware_flops_per_token(shape, wl.seq_len, r, flash_attention=wl.flash_attention,
-                                                      **kw_full) for r in ("none", "selective", "full")])
-        phi = eff.memory_bound_share(h)
-        hw_tok = (1.0 - phi) * hw_tok + phi * full_tok
-    hw = hw_tok[rc.astype(np.int64)]
-    if wl.method == "qlora":
-        eta = eta / (1.0 + eff.qlora_overhead)
+        dense_f = 1.0 + eff.m_half / rows
+        narrow = 1.0 + routed_narrow_slowdown(shape, eff)
+        rows_e = rows * max(shape.top_k, 1) * e / max(shape.n_experts, 1)  # tokens per local expert
+        expert_f = narrow * (1.0 + eff.m_half / rows_e) * eff.moe_imbalance
+        pt = _mode_parts(parts_tok, rc, wl, lps)
+        # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
+        # low-precision GEMM ratio.
+        lowp = eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0
+        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / eff.attn_ratio
+        work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)
-    flops_mb = hw * tokens_mb / (t * c * p) * (lps * p / L)  # fullest stage
-    t_mb = flops_mb / rate
+    t_mb = work * tokens_mb / (t * c * p) * (lps * p / L) / rate  # fullest stage
     if wl.flash_attention:  # selective recompute of norms/activations: elementwise, memory-bound reruns
         t_mb = t_mb * np.where(rc == 1, 1.0 + eff.selective_overhead, 1.0)
+    hbm = feats.mem_bw_tbps * 1e12 * 0.7
+    if efficiency_override is None:
+        # Fixed costs per layer and micro-batch: kernel launches and small kernels (fwd + bwd).
+        rerun = np.where(rc == 2, 1.0 + recompute_fraction(wl, lps) / 3.0, 1.0)
+        t_mb = t_mb + lps * eff.layer_overhead_us * 1e-6 * rerun
+        if shape.is_moe:
+            # MoE layers add dozens of small kernels (router, top-k, permute, grouped-GEMM setup) and a
+            # host sync per dispatch (the all-to-all split sizes): a fixed cost per MoE layer and micro-batch.
+            t_mb = t_mb + lps * shape.n_moe_layers / L * eff.moe_layer_overhead_us * 1e-6 * rerun
     if wl.method != "full":
         # The adapters' own kernels are memory-bound (rank-r GEMMs): each adapted matrix reads its
         # input and writes its output again, forward and twice backward.
         adapter_dims = shape.attention_io_per_layer + (shape.ffn_io_active_per_layer if wl.lora_targets == "all" else 0.0)
         adapter_bytes = LORA_ADAPTER_BYTES_PER_DIM * adapter_dims * lps * tokens_mb / (t * c)
-        t_mb = t_mb + adapter_bytes / (feats.mem_bw_tbps * 1e12 * 0.7)
+        t_mb = t_mb + adapter_bytes / hbm
+    if wl.method == "qlora":
+        # NF4 base weights are dequantised to bf16 before every GEMM that uses them: forward,
+        # input-gradient backward, and the forward rerun of full recompute. Per micro-batch, not
+        # per token: it weighs most at small micro-batches.
+        passes = np.where(rc == 2, 3.0, 2.0)
+        layer_w = (shape.layer_params_nonexpert + shape.expert_params_total / max(L, 1)) * lps / t
+        t_mb = t_mb + passes * QLORA_DEQUANT_BYTES_PER_PARAM * layer_w / hbm
     if wl.precision in ("fp8", "fp4"):
         # Dynamic scaling casts every GEMM input: read the 16-bit tensor for its amax, read it again
         # and write the low-precision copy, forward (activations) and backward (gradients). Memory-
         # bound, so it weighs most on narrow layers, where 8-bit GEMMs save least.
         cast_bytes = LOWP_CAST_BYTES_PER_DIM * shape.linear_io_dims_per_layer * lps * tokens_mb / (t * c)
-        t_mb = t_mb + cast_bytes / (feats.mem_bw_tbps * 1e12 * 0.7)
+        t_mb = t_mb + cast_bytes / hbm
+    if shape.is_moe:
+        # Router softmax/top-k and the token permutation / unpermutation around the experts: memory-
+        # bound copies of k x h activations per token and MoE layer, forward and backward.
+        moe_layers_stage = lps * shape.n_moe_layers / L
+        perm_bytes = (MOE_PERMUTE_BYTES_PER_DIM * shape.top_k * h + MOE_ROUTER_BYTES_PER_EXPERT * shape.n_experts)
+        t_mb = t_mb + perm_bytes * moe_layers_stage * tokens_mb / c / hbm
+    if wl.teacher_forward_flops_per_token:
+        # Distillation: the teacher's forward pass over the same micro-batch, sharded like the student.
+        t_mb = t_mb + wl.teacher_forward_flops_per_token * tokens_mb / (t * c * p) / rate
     compute = m * t_mb
     bubble = np.where(p > 1, (p - 1) / v * t_mb, 0.0)
 
@@ -171,13 +218,32 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     tp_one = 2.0 * (t - 1) / t * act_bytes / bw_tp + lat_tp
     tp = np.where(t > 1, eff.tp_exposed * m * n_coll * tp_one, 0.0)
     # Context parallel: K/V blocks around a ring of c ranks placed after TP.
-    kv_bytes = 2.0 * b * (s / c) * shape.n_kv_heads * shape.qk_head_dim * 2.0
+    # Each TP rank holds its share of the KV heads (at least one: GQA replicates them beyond).
+    kv_bytes = 2.0 * b * (s / c) * np.maximum(shape.n_kv_heads / t, 1.0) * shape.qk_head_dim * 2.0
     bw_cp, lat_cp = link(c, t)
-    cp = np.where(c > 1, eff.cp_exposed * m * lps * 3.0 * ((c - 1) * kv_bytes / bw_cp + (c - 1) * lat_cp), 0.0)
-    # Expert parallel all-to-all: e ranks taken from the data-parallel dimension.
+    # Each of the c-1 ring steps sends the next K/V block while attention runs on the current one:
+    # the step costs max(transfer, attention on one block); `cp_exposed` of the transfer never hides
+    # (copy engines contend with the kernels, the ring synchronises every step). Backward sends
+    # K/V and their gradients (x2) against 2.5x the forward attention work.
+    comm_step = kv_bytes / bw_cp + lat_cp
+    if efficiency_override is None:
+        attn_rate = rate / attn_slow
+    else:
+        attn_rate = rate
+    attn_layer = parts_tok[0, 2] / 3.0 / L * tokens_mb / (t * c) / attn_rate  # forward, one layer, this GPU
+    attn_step = attn_layer / c
+    exposed_fwd = np.maximum(eff.cp_exposed * comm_step, comm_step - attn_step)
+    exposed_bwd = np.maximum(eff.cp_exposed * 2.0 * comm_step, 2.0 * comm_step - 2.5 * attn_step)
+    cp = np.where(c > 1, m * lps * (c - 1) * (exposed_fwd + exposed_bwd), 0.0)
+    # Expert parallel all-to-all: e ranks taken from the data-parallel dimension (after TP and CP).
+    # Peers inside the node are reached over NVLink, the others over this GPU's NIC; both run at
+    # once, so the slower share sets the time. Dispatch + combine forward, twice that backward.
     moe_layers = lps * shape.n_moe_layers / L
-    bw_ep, lat_ep = link(e, t * c)
-    ep_one = 2.0 * act_bytes * shape.top_k * (e - 1) / e / bw_ep + 2 * lat_ep
+    e_local = np.clip(np.floor(gpn / (t * c)), 1.0, e)
+    nvl = np.where(e_local * t * c <= feats.scaleup_domain, feats.scaleup_bytes_s, feats.pcie_bytes_s)
+    a2a_bytes = act_bytes * shape.top_k
+    a2a = np.maximum(a2a_bytes * (e_local - 1) / e / nvl, a2a_bytes * (e - e_local) / e / inter)
+    ep_one = 2.0 * a2a + 2 * np.where(e > e_local, lat_out, lat_in)
     ep = np.where(e > 1, eff.ep_exposed * m * moe_layers * 2.0 * ep_one, 0.0)
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d)
@@ -223,29 +289,71 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
             "dp": dp, "optimizer": optimizer, "eta": eta + 0.0 * total, "micro_batches": m + 0.0 * total}
 
 
-def routed_expert_extra_flops(shape: ModelShape, wl: TrainingWorkload, eff: TrainingEfficiency) -> np.ndarray:
-    """Extra FLOP-equivalents per token (recompute none / selective / full) for routed-expert GEMMs
-    narrower than the hidden size.
+def _mode_parts(parts_tok: np.ndarray, rc: np.ndarray, wl: TrainingWorkload, lps) -> np.ndarray:
+    """Per-layout FLOP parts (..., 3) for its recompute code; partial full recompute (N of the
+    stage's layers) reruns the forward of that share of layers only."""
+    rci = rc.astype(np.int64)
+    pt = parts_tok[rci]
+    if wl.recompute_layers is None:
+        return pt
+    frac = np.broadcast_to(recompute_fraction(wl, lps), rci.shape)[..., None]
+    partial = parts_tok[0] + frac * (parts_tok[2] - parts_tok[0])
+    return np.where((rci == 2)[..., None], partial, pt)
 
-    The efficiency law eta = eta_max / (1 + h_half / width) is written for a layer of width h. A
-    fine-grained MoE expert (DeepSeek-V2/V3, Qwen3-MoE: FFN width 768-2048 under h = 2048-7168)
-    multiplies through a matrix only `expert_ffn` wide, so its GEMMs run at eta(expert_ffn): their
-    FLOPs count (1 + h_half/f) / (1 + h_half/h) times. No new parameter: dense models and MoE
-    experts at least as wide as h (Mixtral, gpt-oss) are unchanged.
-    """
+
+def routed_narrow_slowdown(shape: ModelShape, eff: TrainingEfficiency) -> float:
+    """How much slower routed-expert GEMMs run than the layer's own width: the efficiency law
+    eta = eta_max / (1 + h_half / width) at the expert FFN width instead of h. Zero for dense
+    models and experts at least as wide as h (Mixtral, gpt-oss)."""
     f, h = shape.expert_ffn, float(shape.hidden)
     if shape.routed_active_params <= 0 or not 0 < f < h:
+        return 0.0
+    return (1.0 + eff.h_half / f) / (1.0 + eff.h_half / h) - 1.0
+
+
+def routed_expert_extra_flops(shape: ModelShape, wl: TrainingWorkload, eff: TrainingEfficiency) -> np.ndarray:
+    """Extra FLOP-equivalents per token (recompute none / selective / full) for routed-expert GEMMs
+    narrower than the hidden size (see routed_narrow_slowdown)."""
+    slow = routed_narrow_slowdown(shape, eff)
+    if slow == 0.0:
         return np.zeros(3)
-    slow = (1.0 + eff.h_half / f) / (1.0 + eff.h_half / h) - 1.0
     passes = np.array([3.0, 3.0, 4.0]) if wl.method == "full" else np.array([2.0, 2.0, 3.0])  # fwd+bwd, +fwd rerun
     return 2.0 * shape.routed_active_params * passes * slow
 
 
+def compute_flops_parts(shape: ModelShape, wl: TrainingWorkload, lora_phi: float = 0.0) -> np.ndarray:
+    """FLOPs executed per token, shape (3, 3): rows recompute none / selective / full, columns
+    (GEMMs other than routed experts, routed-expert GEMMs, attention core).
+
+    Full training runs every GEMM three times (forward, input and weight gradients), four with
+    full recompute. LoRA/QLoRA skip the frozen weights' gradients (two passes) but the memory-bound
+    share of the step runs as in full training, so a share `lora_phi` of the skipped pass is kept
+    (TrainingEfficiency.memory_bound_share). The attention core has
+    no weights: its backward (dQ, dK, dV) runs in every method. Causal attention as the kernels run it.
+    """
+    from gpuplan.perf.training_flops import attention_forward_flops_per_token
+
+    attn_fwd = attention_forward_flops_per_token(shape, wl.seq_len, "causal")
+    routed = 2.0 * shape.routed_active_params
+    other = 2.0 * shape.matmul_active_params - routed
+    if wl.method == "full":
+        passes = np.array([3.0, 3.0, 4.0])
+        extra = 0.0
+    else:
+        passes = np.array([2.0, 2.0, 3.0]) + lora_phi
+        extra = (1.0 - lora_phi) * 6.0 * shape.adapter_params(wl.lora_rank, wl.lora_targets)
+    attn_passes = np.array([3.0, 3.0 + (0.0 if wl.flash_attention else 1.0), 4.0])
+    return np.stack([other * passes + extra, routed * passes, attn_fwd * attn_passes], axis=1)
+
+
 def flops_per_token(shape: ModelShape, wl: TrainingWorkload, attention: str = "causal") -> tuple[float, float, float]:
-    """(model FLOPs/token, forward FLOPs/token, full-recompute hardware FLOPs/token)."""
+    """(model FLOPs/token, forward FLOPs/token, full-recompute hardware FLOPs/token). A distillation
+    teacher's forward pass counts in the model and hardware FLOPs (it is work the run pays for)."""
     kw = dict(method=wl.method, attention=attention, lora_rank=wl.lora_rank, lora_targets=wl.lora_targets)
-    return (model_flops_per_token(shape, wl.seq_len, **kw), forward_flops_per_token(shape, wl.seq_len, attention),
-            hardware_flops_per_token(shape, wl.seq_len, "full", flash_attention=wl.flash_attention, **kw))
+    teacher = wl.teacher_forward_flops_per_token
+    return (model_flops_per_token(shape, wl.seq_len, **kw) + teacher,
+            forward_flops_per_token(shape, wl.seq_len, attention),
+            hardware_flops_per_token(shape, wl.seq_len, "full", flash_attention=wl.flash_attention, **kw) + teacher)
 
 
 def inter_node_bytes_per_s(fabric: str | float | None, eff: TrainingEfficiency) -> float:

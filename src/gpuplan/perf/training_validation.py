@@ -10,12 +10,16 @@ Row kinds and what is compared:
 - PROJECTION: steady-state GPU-hours the authors projected from measured throughput (no goodput).
 
 Rows are "prepared" once (shape, workload, candidate layouts that fit memory), so refitting the
-efficiency parameters only re-runs the vectorized step-time model: cheap enough for
-leave-one-out refits.
+efficiency parameters only re-runs the vectorized step-time model.
+
+Every row carries a `regime` (gpuplan.perf.error_bands) and a `source_id`; `validate` reports each row in-sample,
+leave-one-row-out and leave-one-source-out (all rows of one paper/table/page out of the fit together), and
+`error_bands` turns the leave-one-source-out residuals into per-regime quantiles (data/training-error-bands.json).
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -60,8 +64,20 @@ def _i(row, key) -> int | None:
     return int(v) if v is not None else None
 
 
+def shape_model(ref: str) -> ModelSpec:
+    """A model given by its shape in the row: "shape:name,layers,hidden,heads,ffn,vocab[,gated][,tied]" (MHA)."""
+    name, layers, hidden, heads, ffn, vocab, *flags = ref.removeprefix("shape:").split(",")
+    h, nh = int(hidden), int(heads)
+    return ModelSpec(name=name, n_layers=int(layers), hidden_size=h, n_heads=nh, n_kv_heads=nh, head_dim=h // nh,
+                     ffn_size=int(ffn), gated_ffn="gated" in flags, vocab_size=int(vocab),
+                     tied_embeddings="tied" in flags, attention="mha", max_seq_len=131072,
+                     source="shape stated in the validation row")
+
+
 def row_model(row) -> ModelSpec:
     ref = row["model_ref"]
+    if ref.startswith("shape:"):
+        return shape_model(ref)
     extra = _extra_models()
     if ref in extra:
         return ModelSpec(**extra[ref])
@@ -87,16 +103,18 @@ def row_gpu(row) -> Gpu:
 def row_workload(row) -> TrainingWorkload:
     tokens = _f(row, "tokens") or 1e12
     method = row.get("method") or "full"
+    extra = {"lora_rank": _i(row, "lora_rank")} if method != "full" and _i(row, "lora_rank") else {}
     return make_workload(kind="pretrain" if method == "full" else "finetune", method=method, tokens=tokens,
                          seq_len=_i(row, "seq_len") or 2048, global_batch=_i(row, "global_batch"),
                          precision=row["precision"] or "bf16", flash_attention=bool(_i(row, "flash_attention")),
-                         batch_flexible=row["row_type"] == "FULL")
+                         batch_flexible=row["row_type"] == "FULL", **extra)
 
 
 def row_fixed(row) -> LayoutFixed:
     return LayoutFixed(tp=_i(row, "tp"), pp=_i(row, "pp"), dp=_i(row, "dp"), cp=_i(row, "cp"),
                        ep=_i(row, "ep") if (_i(row, "ep") or 1) > 1 else None,
                        micro_batch=_i(row, "micro_batch"), recompute=_i(row, "recompute"),
+                       zero=3 if (_i(row, "fsdp") or 0) > 0 else None,  # FSDP / FULL_SHARD shards everything
                        vp=_i(row, "vp") if (_i(row, "vp") or 1) > 1 else None)
 
 
@@ -112,6 +130,8 @@ def measured_step_time_s(row, shape: ModelShape) -> float | None:
     L, h, V = shape.n_layers, shape.hidden, shape.vocab
     if _i(row, "counts_recompute"):
         flops = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+    elif (row.get("flops_convention") or "").startswith("nvidia"):  # NeMo counts full (non-causal) attention
+        flops = B * s * model_flops_per_token(shape, int(s), attention="full")
     else:
         flops = B * s * model_flops_per_token(shape, int(s))
     return flops / (n * tflops * 1e12)
@@ -148,7 +168,10 @@ def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | Non
     shape = model_shape(spec)
     gpu = row_gpu(row)
     wl = row_workload(row)
-    gpn = 8
+    n_given = _i(row, "gpu_count")
+    gpn = _i(row, "nvlink_domain") or 8  # GPUs sharing one NVLink domain (NVL72 racks: up to 64 used)
+    if n_given and n_given < gpn:
+        gpn = n_given
     inter = inter_node_bytes_per_s(_f(row, "inter_node_gbps") or 400.0, eff)
     n = _i(row, "gpu_count")
     note = ""
@@ -168,6 +191,15 @@ def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | Non
     fixed = row_fixed(row) if kind != "FULL" else LayoutFixed()
     lay = enumerate_layouts(shape, wl, [n], gpn, fixed)
     valid = lay["reason"] < 0
+    # Published layouts the estimator's even split rejects (e.g. uneven pipeline stages, 61 or 94 layers):
+    # relax the stated virtual stages, then pipeline, then expert sizes, and say so.
+    for relax in (("vp",), ("vp", "pp"), ("vp", "pp", "ep")):
+        if valid.any() or kind == "FULL":
+            break
+        fixed = dataclasses.replace(fixed, **{k: None for k in relax})
+        lay = enumerate_layouts(shape, wl, [n], gpn, fixed)
+        valid = lay["reason"] < 0
+        note = (note + "; " if note else "") + f"stated {'/'.join(relax)} relaxed (uneven split)"
     mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
                                  lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"])["total"]
     ok = valid & (mem <= gpu.memory_bytes)
@@ -212,7 +244,7 @@ def includes_downtime(prep: PreparedRow) -> bool:
 
 def baseline_gpu_hours(row) -> float:
     """formulas.md baseline: 6·N·D / (peak bf16 x 0.40), active parameters for MoE."""
-    n_params = _f(row, "active_params") or float(row["total_params"])
+    n_params = _f(row, "active_params") or _f(row, "total_params") or model_shape(row_model(row)).active_params
     peak = row_gpu(row).bf16_tflops * 1e12
     return 6 * n_params * float(row["tokens"]) / (peak * BASELINE_MFU) / 3600
 
@@ -353,3 +385,230 @@ def summarize(results: list[dict]) -> dict:
         if kind == "FULL":
             s["FULL_baseline"] = summary(r["baseline_error_pct"] for r in rows)
     return s
+
+
+# ---- per-regime, leave-one-source-out ------------------------------------------------------------------------
+# The shipped compute parameters (data/training-efficiency.json "fitted": eta_max, h_half, m_half, overheads,
+# exposures, ...) are fitted by scripts/fit_training_efficiency.py with Nelder-Mead: a few hundred passes over every
+# throughput row, far too slow to repeat for each held-out source. The refit without a source is therefore done on
+# the model linearized at the shipped point: log(prediction) of every row is differentiated once against each fitted
+# parameter (one extra pass per parameter), the fold's parameters minimize the same regime-weighted mean absolute
+# log error on the remaining THROUGHPUT rows (coordinate descent by weighted medians, within physical bounds), and the
+# held-out rows are then predicted exactly at those parameters. Goodput is refitted on the remaining wall-clock full
+# runs. "In-sample" is the same refit on every row.
+ROW_KINDS = ("FULL", "THROUGHPUT", "PROJECTION")
+GOODPUT_NAMES = ("goodput_base", "lost_h_per_failure")
+# Physical bounds of the fitted parameters (as scripts/fit_training_efficiency.py keeps them); others: >= 0.
+PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0),
+                "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "lowp_fp8": (0.4, 1.0),
+                "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),
+                "moe_layer_overhead_us": (0.0, 3000.0)}
+MAX_STEPS = 10.0  # a fold's refit moves each parameter at most this many finite-difference steps
+
+
+def row_regime(prep: PreparedRow) -> str:
+    return prep.row.get("regime") or "dense"
+
+
+def fitted_compute_names(eff: TrainingEfficiency) -> list[str]:
+    from importlib import resources as _res
+
+    doc = json.loads(_res.files("gpuplan.perf.data").joinpath("training-efficiency.json").read_text(encoding="utf-8"))
+    names = [n for n in doc.get("fitted", []) if n not in GOODPUT_NAMES]
+    return [n for n in names if n == "lowp_fp8" or hasattr(eff, n)]
+
+
+def get_param(eff: TrainingEfficiency, name: str) -> float:
+    return float(eff.lowp_ratio.get("fp8", 1.0)) if name == "lowp_fp8" else float(getattr(eff, name))
+
+
+def set_params(eff: TrainingEfficiency, values: dict) -> TrainingEfficiency:
+    kw = {k: float(v) for k, v in values.items() if k != "lowp_fp8"}
+    if "lowp_fp8" in values:
+        kw["lowp_ratio"] = {**eff.lowp_ratio, "fp8": float(values["lowp_fp8"])}
+    return eff.with_params(**kw)
+
+
+@dataclass
+class Linearized:
+    names: list
+    theta: np.ndarray  # shipped values
+    step: np.ndarray  # finite-difference step per parameter (signed)
+    logp: np.ndarray  # (rows,) log steady prediction at theta (s/step, or GPU-hours without goodput)
+    jac: np.ndarray  # (rows, params): d log prediction per step
+    fitted: dict | None = None  # parameters of the in-sample refit (set by an in-sample pass)
+
+    def values(self, u: np.ndarray) -> dict:
+        return {k: float(v) for k, v in zip(self.names, self.theta + self.step * u)}
+
+
+def _steady_eff(eff: TrainingEfficiency) -> TrainingEfficiency:
+    return eff.with_params(goodput_base=1.0, lost_h_per_failure=0.0)
+
+
+def _steady(preps: list[PreparedRow], eff: TrainingEfficiency) -> np.ndarray:
+    e = _steady_eff(eff)
+    return np.array([predict(p, e)[0] for p in preps], float)
+
+
+def linearize(preps: list[PreparedRow], eff: TrainingEfficiency, names: list[str] | None = None) -> Linearized:
+    names = fitted_compute_names(eff) if names is None else names
+    theta = np.array([get_param(eff, n) for n in names], float)
+    base = np.log(_steady(preps, eff))
+    steps, cols = [], []
+    for k, n in enumerate(names):
+        lo, hi = PARAM_BOUNDS.get(n, (0.0, np.inf))
+        h = 0.1 * abs(theta[k]) if abs(theta[k]) > 1e-6 else 0.05 * (hi - lo if np.isfinite(hi) else 1.0)
+        if theta[k] + h > hi:
+            h = -h
+        steps.append(h)
+        cols.append(np.log(_steady(preps, set_params(eff, {n: theta[k] + h}))) - base)
+    jac = np.stack(cols, axis=1) if cols else np.zeros((len(preps), 0))
+    return Linearized(list(names), theta, np.array(steps, float), base, jac)
+
+
+def _weighted_median(x: np.ndarray, w: np.ndarray) -> float:
+    order = np.argsort(x)
+    cum = np.cumsum(w[order])
+    return float(x[order][np.searchsorted(cum, 0.5 * cum[-1])])
+
+
+def _fit_linear(lin: Linearized, rows: np.ndarray, meas: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Steps u minimizing sum(w |log meas - (logp + J u)|) over `rows`, within bounds: coordinate descent, each
+    coordinate's exact minimizer being a weighted median (the loss never rises above the shipped point's, u = 0)."""
+    k = len(lin.names)
+    u = np.zeros(k)
+    if k == 0 or not rows.any():
+        return u
+    J, r, w = lin.jac[rows], np.log(meas[rows]) - lin.logp[rows], weights[rows]
+    lo = np.array([PARAM_BOUNDS.get(n, (0.0, np.inf))[0] for n in lin.names])
+    hi = np.array([PARAM_BOUNDS.get(n, (0.0, np.inf))[1] for n in lin.names])
+    ulo, uhi = np.sort(np.stack([(lo - lin.theta) / lin.step, (hi - lin.theta) / lin.step]), axis=0)
+    ulo, uhi = np.maximum(ulo, -MAX_STEPS), np.minimum(uhi, MAX_STEPS)
+    res = r.copy()  # r - J u
+    for _ in range(50):
+        moved = 0.0
+        for j in range(k):
+            a = J[:, j]
+            nz = np.abs(a) > 1e-9
+            if not nz.any():
+                continue
+            partial = res[nz] + a[nz] * u[j]
+            new = min(max(_weighted_median(partial / a[nz], w[nz] * np.abs(a[nz])), ulo[j]), uhi[j])
+            if new != u[j]:
+                res -= a * (new - u[j])
+                moved = max(moved, abs(new - u[j]))
+                u[j] = new
+        if moved < 1e-4:
+            break
+    return u
+
+
+def _fit_goodput_vec(steady: np.ndarray, n: np.ndarray, meas: np.ndarray,
+                     eff: TrainingEfficiency) -> TrainingEfficiency:
+    names = list(GOODPUT_PARAMS)
+    lo, hi = zip(*GOODPUT_PARAMS.values())
+    if steady.size == 0:
+        return eff
+
+    def f(x):
+        e = eff.with_params(**dict(zip(names, x)))
+        return _loss(steady / e.goodput(n), meas)
+
+    x = _nelder_mead(f, [eff.goodput_base, eff.lost_h_per_failure], lo, hi)
+    return eff.with_params(**{k: round(float(v), 4) for k, v in zip(names, x)})
+
+
+def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, groups: list,
+                         exact: bool = True) -> np.ndarray:
+    """Prediction for every row with its whole group left out of the fit (group None: fit on every row, predict
+    every row). Compute parameters: the linearized refit on the other groups' THROUGHPUT rows, regimes weighted
+    equally; goodput: refitted on the other wall-clock full runs. `exact` predicts the held-out rows with the full
+    model at the refitted parameters (else with the linear model)."""
+    meas = np.array([p.measured for p in preps], float)
+    kinds = np.array([p.kind for p in preps])
+    downtime = np.array([includes_downtime(p) for p in preps])
+    n = np.array([p.n for p in preps], float)
+    regimes = [p.row.get("regime") or "dense" for p in preps]
+    out = np.full(len(preps), np.nan)
+    for group in groups:
+        train = np.ones(len(preps), bool)
+        if group is not None:
+            train[list(group)] = False
+        tp = train & (kinds == "THROUGHPUT")
+        count: dict = {}
+        for i in np.nonzero(tp)[0]:
+            count[regimes[i]] = count.get(regimes[i], 0) + 1
+        w = np.array([1.0 / count[g] if tp[i] else 0.0 for i, g in enumerate(regimes)])
+        u = _fit_linear(lin, tp, meas, w)
+        e = set_params(eff, lin.values(u))
+        lin_steady = np.exp(lin.logp + lin.jac @ u)
+        gd = train & downtime
+        held = range(len(preps)) if group is None else list(group)
+        if group is None or downtime[list(group)].any():
+            e = _fit_goodput_vec(lin_steady[gd], n[gd], meas[gd], e)
+        if group is None:
+            lin.fitted = {**lin.values(u), "goodput_base": e.goodput_base, "lost_h_per_failure": e.lost_h_per_failure}
+        steady = _steady([preps[i] for i in held], e) if exact else lin_steady[list(held)]
+        for j, i in enumerate(held):
+            out[i] = steady[j] / (float(e.goodput(n[i])) if downtime[i] else 1.0)
+    return out
+
+
+def source_groups(preps: list[PreparedRow]) -> list[list[int]]:
+    """Row indices by source: all rows of one paper, table or page leave together."""
+    by: dict[str, list[int]] = {}
+    for i, p in enumerate(preps):
+        by.setdefault(p.row.get("source_id") or f"row-{p.row['row']}", []).append(i)
+    return list(by.values())
+
+
+def validate(preps: list[PreparedRow], eff: TrainingEfficiency, quick: bool = False) -> tuple[list[dict], dict]:
+    """Per row: measured; predictions with the shipped parameters ("predicted", "error_pct"), with parameters fitted
+    on every row ("fit"), leave-one-row-out ("loo") and leave-one-source-out ("loso"). Also returns the parameters
+    fitted on every row. `quick` predicts the leave-one-row-out rows with the linear model (no exact pass)."""
+    res = evaluate(preps, eff)
+    lin = linearize(preps, eff)
+    fit = held_out_predictions(preps, lin, eff, [None])
+    loso = held_out_predictions(preps, lin, eff, source_groups(preps))
+    loo = held_out_predictions(preps, lin, eff, [[i] for i in range(len(preps))], exact=not quick)
+    for r, p, f, a, b in zip(res, preps, fit, loso, loo):
+        r.update(regime=row_regime(p), source_id=p.row.get("source_id", ""), fit=float(f), loso=float(a),
+                 loo=float(b), fit_error_pct=err_pct(f, p.measured), loso_error_pct=err_pct(a, p.measured),
+                 loo_error_pct=err_pct(b, p.measured), loso_log_ratio=float(np.log(a / p.measured)))
+    return res, lin.fitted
+
+
+def regime_table(results: list[dict]) -> list[dict]:
+    """One line per (regime, row kind) plus per-regime and per-kind totals: n, in-sample and held-out errors."""
+    from gpuplan.perf.error_bands import REGIMES
+
+    lines = []
+    keys = [(g, k) for g in REGIMES for k in ROW_KINDS] + [(g, "all") for g in REGIMES] + \
+           [("all", k) for k in ROW_KINDS] + [("all", "all")]
+    for g, k in keys:
+        rows = [r for r in results if (g == "all" or r["regime"] == g) and (k == "all" or r["kind"] == k)]
+        if not rows:
+            continue
+        shp, ins, loso, loo = (summary(r[f] for r in rows)
+                               for f in ("error_pct", "fit_error_pct", "loso_error_pct", "loo_error_pct"))
+        lines.append({"regime": g, "kind": k, "n": len(rows), "sources": len({r["source_id"] for r in rows}),
+                      "shipped_median": shp["median_abs_pct"],
+                      "in_median": ins["median_abs_pct"], "in_p90": ins["p90_abs_pct"],
+                      "loso_median": loso["median_abs_pct"], "loso_p90": loso["p90_abs_pct"],
+                      "loo_median": loo["median_abs_pct"],
+                      "loso_bias_pct": float(np.median([r["loso_error_pct"] for r in rows]))})
+    return lines
+
+
+def error_bands(results: list[dict]) -> dict:
+    """Per regime: n and the p10/p50/p90 of log(predicted/measured) under leave-one-source-out."""
+    from gpuplan.perf.error_bands import REGIMES
+
+    out = {}
+    for g in (*REGIMES, "all"):
+        x = np.array([r["loso_log_ratio"] for r in results if g == "all" or r["regime"] == g], float)
+        if x.size:
+            out[g] = {"n": int(x.size), "p10": round(float(np.percentile(x, 10)), 4),
+                      "p50": round(float(np.percentile(x, 50)), 4), "p90": round(float(np.percentile(x, 90)), 4)}
+    return out

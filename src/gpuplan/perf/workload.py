@@ -63,6 +63,15 @@ class TrainingWorkload(BaseModel):
     fp32_grads: bool = Field(default=False, description="fp32 gradient accumulation buffers (Megatron default): 18 B/param")
     flash_attention: bool = True
     sequence_parallel: bool = True
+    # Distillation: a frozen teacher runs a forward pass over every training token.
+    teacher: str | None = Field(default=None, description="teacher model name (distillation)")
+    teacher_forward_flops_per_token: float = Field(default=0.0, ge=0, description="teacher forward FLOPs per token "
+                                                   "(2 x active params + attention)")
+    teacher_params: float = Field(default=0.0, ge=0, description="teacher weights held in bf16 on the GPUs")
+    teacher_vocab: int = Field(default=0, ge=0, description="teacher vocabulary (its logits are held per token)")
+    # Partial recompute: with recompute 'full', only this many layers per pipeline stage are
+    # recomputed (Megatron --recompute-num-layers, block method); None = every layer.
+    recompute_layers: int | None = Field(default=None, ge=0, le=100_000)
 
     @model_validator(mode="after")
     def _check(self) -> "TrainingWorkload":
@@ -112,6 +121,19 @@ class TrainingWorkload(BaseModel):
     @property
     def batch(self) -> int:
         return self.global_batch if self.global_batch is not None else self.default_global_batch
+
+
+def with_teacher(wl: TrainingWorkload, teacher) -> TrainingWorkload:
+    """The workload distilled from `teacher` (a ModelSpec): its forward FLOPs per token at this
+    sequence length (2 x active matmul weights + causal attention) and its weights."""
+    from gpuplan.perf.training_flops import forward_flops_per_token
+    from gpuplan.perf.training_shape import model_shape
+
+    shape = model_shape(teacher)
+    return wl.model_copy(update={"teacher": teacher.name,
+                                 "teacher_forward_flops_per_token": forward_flops_per_token(shape, wl.seq_len),
+                                 "teacher_params": float(teacher.total_params()),
+                                 "teacher_vocab": int(teacher.vocab_size)})
 
 
 def make_workload(**kwargs) -> TrainingWorkload:

@@ -44,7 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog.catalog import Catalog
-from gpuplan.catalog.records import Offer
+from gpuplan.catalog.records import CONFIDENCE_RANK, Offer
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
 from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
@@ -841,8 +841,7 @@ def _to_fleet(rank: int, ev: dict[str, Any], req: BatchPlanRequest, model, io: d
         window = req.deadline_hours - p.cold_h
         need0 = int(math.ceil(r["items"] / (p.rate * window) - 1e-9)) if window > 0 else r["hosts"]
         regions = sorted({o.region for o in p.offers if o.region})
-        o0 = min(p.offers, key=lambda o: (-{"live": 4, "user": 4, "primary": 3, "third-party": 2, "unverified": 1}
-                                            [o.confidence], o.age_days()))
+        o0 = min(p.offers, key=lambda o: (-CONFIDENCE_RANK[o.confidence], o.age_days()))
         groups.append(FleetGroup(
             provider=p.provider.id, provider_name=p.provider.name, provider_kind=p.kind, gpu=p.gpu,
             gpus_per_node=p.gpn, pricing=p.pricing, instance_type=o0.instance_type, regions=regions,

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuplan.planner.requests import Constraints
+from gpuplan.planner.requests import Constraints, Hours, Quantity, TokenCount
 
 MAX_ITEMS = 1e12
 MAX_DEADLINE_HOURS = 24 * 3650.0
@@ -25,11 +25,11 @@ class BatchPlanRequest(BaseModel):
     kind: Literal["generate", "embed", "gpu"] = Field(
         default="generate", description="generate: LLM generation; embed: embeddings; gpu: generic GPU work")
     model: str | None = Field(default=None, description="preset id, e.g. llama-3.1-8b (generate, embed)")
-    params: float | None = Field(default=None, gt=0, le=1e14)
-    active_params: float | None = Field(default=None, gt=0, le=1e14)
-    items: float = Field(gt=0, le=MAX_ITEMS, description="independent items (prompts, documents, images)")
-    input_len: int = Field(default=1000, gt=0, le=2_000_000, description="input tokens per item (embed: tokens per item)")
-    output_len: int = Field(default=250, gt=0, le=1_000_000, description="output tokens per item (generate)")
+    params: Quantity | None = Field(default=None, gt=0, le=1e14)
+    active_params: Quantity | None = Field(default=None, gt=0, le=1e14)
+    items: Quantity = Field(gt=0, le=MAX_ITEMS, description="independent items (prompts, documents, images)")
+    input_len: TokenCount = Field(default=1000, gt=0, le=2_000_000, description="input tokens per item (embed: tokens per item)")
+    output_len: TokenCount = Field(default=250, gt=0, le=1_000_000, description="output tokens per item (generate)")
     gpu_seconds_per_item: float | None = Field(default=None, gt=0, le=86_400 * 7,
                                                description="generic work: GPU-seconds per item on the reference GPU")
     reference_gpu: str = Field(default="H100-SXM", min_length=1, max_length=100,
@@ -39,8 +39,8 @@ class BatchPlanRequest(BaseModel):
         default=None, description="weights; default: the model's native precision")
     kv_precision: Literal["bf16", "fp16", "fp8", "int8", "fp4"] | None = None
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    deadline_hours: float = Field(gt=0, le=MAX_DEADLINE_HOURS, description="every item done within this wall time")
-    budget_usd: float | None = Field(default=None, gt=0, le=1e12, description="max expected total cost")
+    deadline_hours: Hours = Field(gt=0, le=MAX_DEADLINE_HOURS, description="every item done within this wall time ('3d', '36h' or hours)")
+    budget_usd: Quantity | None = Field(default=None, gt=0, le=1e12, description="max expected total cost")
     strict_deadline: bool = Field(default=False, description="size fleets so that the p90 finish (all spreads), "
                                                              "not only the expected one, meets the deadline")
     download_gb: float | None = Field(default=None, ge=0, le=100_000,

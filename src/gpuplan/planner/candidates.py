@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import CONFIDENCE_RANK, Gpu, Offer, Provider
+from gpuplan.planner.offer_rows import COLUMNS
 from gpuplan.planner.requests import Constraints
 
 DEFAULT_MAX_GPUS = 16_384
@@ -87,13 +88,20 @@ def filter_offers(
         gpu=constraints.gpus, provider=constraints.providers, kind=constraints.kinds,
         exclude_providers=constraints.exclude, today=today,
     )
+    return _apply_constraints(catalog, offers, constraints, precision, today, rejected)
+
+
+def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, precision: str | None, today: dt.date,
+                       rejected: collections.Counter) -> CandidateSet:
     if constraints.regions:
         regions = [r.lower() for r in constraints.regions]
         kept = [o for o in offers if any(r in o.region.lower() for r in regions)]
         rejected["outside --regions"] += len(offers) - len(kept)
         offers = kept
-    out = []
     min_rank = CONFIDENCE_RANK[constraints.min_confidence] if constraints.min_confidence else None
+    if not (constraints.no_spot or min_rank is not None or constraints.max_price_age_days is not None or precision):
+        return CandidateSet(list(offers), rejected)
+    out = []
     for o in offers:
         gpu = catalog.gpus[o.gpu]
         if constraints.no_spot and o.preemptible:
@@ -107,6 +115,38 @@ def filter_offers(
         else:
             out.append(o)
     return CandidateSet(out, rejected)
+
+
+def filter_offer_rows(catalog: Catalog, constraints: Constraints, precision: str | None = None,
+                      today: dt.date | None = None) -> CandidateSet:
+    """`filter_offers` with offers as `OfferRow` tuples, read from the store without building an Offer
+    per row when the catalog has not loaded them: the same offers, in the same order, with the same
+    rejection counts. GPU and provider filters are pushed into the store's SQL."""
+    from gpuplan.catalog.catalog import _check_kind, _union
+    from gpuplan.planner.offer_rows import OfferRow, row_of
+
+    today = today or dt.date.today()
+    gpu_ids = _union(constraints.gpus, catalog.gpu_ids_matching)
+    provider_ids = _union(constraints.providers, lambda p: {catalog.provider_id(p)})
+    excluded = _union(constraints.exclude, lambda p: {catalog.provider_id(p)}) or set()
+    kinds = _union(constraints.kinds, _check_kind)
+    push = provider_ids
+    if kinds is not None:
+        of_kind = {pid for pid, p in catalog.providers.items() if p.kind in kinds}
+        push = of_kind if push is None else push & of_kind
+    raw = catalog.offer_tuples(gpu_ids, push, by_price=True, make=OfferRow)  # Catalog.offers' default order
+    if raw is None:  # offers already in memory (or the bundled catalog): as filter_offers
+        cands = filter_offers(catalog, constraints, precision, today)
+        return CandidateSet([row_of(o) for o in cands.offers], cands.rejected)
+    if excluded or kinds is not None or (provider_ids is not None and provider_ids != push):
+        kind_of = {pid: p.kind for pid, p in catalog.providers.items()}
+        i_prov = COLUMNS.index("provider")
+        rows = [t for t in raw if t[i_prov] not in excluded and (provider_ids is None or t[i_prov] in provider_ids)
+                and (kinds is None or kind_of.get(t[i_prov]) in kinds)]
+    else:  # GPUs and providers were filtered in SQL
+        rows = raw
+    del raw
+    return _apply_constraints(catalog, rows, constraints, precision, today, collections.Counter())
 
 
 def provider_of(catalog: Catalog, offer: Offer) -> Provider:

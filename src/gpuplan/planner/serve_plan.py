@@ -14,7 +14,8 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb, without_gc
+from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offer_rows, served_weights_gb, without_gc
+from gpuplan.planner.offer_rows import as_offer
 from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
 from gpuplan.planner.pareto import pareto_front
@@ -49,7 +50,8 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     ttft, tpot, target_basis = req.targets_ms()
     targets = Targets(max_ttft_ms=ttft, max_tpot_ms=tpot)
     precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(precision)
-    cands = filter_offers(catalog, req.constraints, precision=precision_needs)
+    # OfferRow tuples: an Offer object only for the plans shown
+    cands = filter_offer_rows(catalog, req.constraints, precision=precision_needs)
     rejected = cands.rejected
     regime = estimator_regime("serve", is_moe=model.is_moe)
 
@@ -313,7 +315,7 @@ def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float, 
         price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence,
         replicas=p["replicas"], gpus_per_replica=p["tp"], output_tokens_per_s=p["tok_s"],
         cost_per_million_output_tokens_usd=p["cost"] / p["out_tokens"] * 1e6 if p["out_tokens"] else None,
-        network_rtt_ms=p["rtt"], offer=o,
+        network_rtt_ms=p["rtt"], offer=as_offer(o),
         assumptions={
             "ttft_ms": cap.ttft_ms, "tpot_ms": cap.tpot_ms, "utilization": cap.utilization,
             "spare_replicas": p["spare"], "replica_availability": p["availability"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,13 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offers, without_gc
+from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offer_rows, without_gc
 from gpuplan.planner.distinct import collapse_rows, where_label
+from gpuplan.planner.offer_rows import COLUMNS, as_offer
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify, excluded_reason
+from gpuplan.planner.progress import Progress
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
 from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma, ties_line,
@@ -60,20 +63,26 @@ def _workload(req: TrainPlanRequest, model):
 def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> PlanResult:
     """Every offer that can train the model within the constraints, ranked by the 75th percentile
     of its cost band (expected cost shown beside it)."""
+    catalog = catalog or Catalog.load()
+    model = req.resolve_model()
+    workload = _workload(req, model)
+    with Progress("plan train") as progress:
+        progress.step("reading offers")
+        cands = filter_offer_rows(catalog, req.constraints)  # OfferRow tuples: Offer objects only for plans shown
+        return _plan_training(req, catalog, model, workload, cands, progress)
+
+
+def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, cands, progress) -> PlanResult:
     from gpuplan.catalog.capabilities import resolve_training
     from gpuplan.economics import checkpoint as ckpt
     from gpuplan.perf.efficiency import default_efficiency
     from gpuplan.perf.training_estimate import estimate_training_grid
 
-    catalog = catalog or Catalog.load()
-    model = req.resolve_model()
-    workload = _workload(req, model)
     cons = req.constraints
     max_gpus = cons.max_gpus or DEFAULT_MAX_GPUS
     deadline_h = cons.deadline_hours
     max_wall_h = cons.max_wall_hours or DEFAULT_MAX_WALL_DAYS * 24
     target_h = min(deadline_h if deadline_h is not None else DEFAULT_DEADLINE_DAYS * 24, max_wall_h)
-    cands = filter_offers(catalog, cons)
     rejected = cands.rejected
     eff = default_efficiency()
     base_goodput = req.goodput if req.goodput is not None else eff.goodput_base
@@ -83,20 +92,28 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
 
     # One estimator call per (GPUs per node, network per GPU, precision run, attention kernel):
     # all GPU types and node counts at once.
-    # A large catalog repeats a few hundred offer types across regions and prices: what depends only
-    # on the GPU, or only on the offer's fabric fields, is worked out once and shared.
+    # A large catalog repeats a few hundred offer classes across regions and prices. Everything up to
+    # the price depends on an offer only through its class (GPU, provider, pricing, node size, cluster
+    # size, host RAM, reserved term, fabric fields): each class is estimated once and its members are
+    # priced together, as arrays; a row becomes a dict only when a plan shows it.
+    offers = cands.offers  # OfferRow tuples, in catalog order
+    members: dict[tuple, list[int]] = collections.defaultdict(list)
+    for idx, ckey in enumerate(map(_CLASS_KEY, offers)):
+        members[ckey].append(idx)
+    progress.step(f"estimating {len(members):,} offer classes of {len(offers):,} offers")
     groups: dict[tuple, list] = collections.defaultdict(list)
     resolutions: dict[str, Any] = {}
     networks: dict[tuple, tuple[Network, float]] = {}
-    for o in cands.offers:
+    for m in members.values():
+        o = offers[m[0]]
         if o.gpus_per_node < 1 or o.gpus_per_node != int(o.gpus_per_node):
-            rejected["fractional GPU offer"] += 1
+            rejected["fractional GPU offer"] += len(m)
             continue
         res = resolutions.get(o.gpu)
         if res is None:
             res = resolutions[o.gpu] = resolve_training(catalog.gpus[o.gpu], req.precision)
         if not res.ok:
-            rejected[f"GPU cannot train in {req.precision}"] += 1
+            rejected[f"GPU cannot train in {req.precision}"] += len(m)
             continue
         net_key = (o.interconnect, o.cluster, o.fabric_gbps_per_node, o.max_nodes)  # all offer_network reads
         gpn = int(o.gpus_per_node)
@@ -105,48 +122,37 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
             net = offer_network(o)
             found = networks[(gpn, net_key)] = (net, round(net.gbps_per_gpu(gpn), 6))
         net, gbps = found
-        groups[(gpn, gbps, res.precision, res.flash_attention)].append((o, res, net, net_key))
+        groups[(gpn, gbps, res.precision, res.flash_attention)].append((o, res, net, m))
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
     failure_cache: dict[tuple[int, str, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
-    rows: list[dict[str, Any]] = []
-    for (gpn, gbps, precision, flash), items in sorted(groups.items()):
+    table = _RowTable(offers)
+    for g_rank, ((gpn, gbps, precision, flash), items) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
         node_counts = np.array([n for n in NODE_COUNTS if n * gpn <= max_gpus])
         if node_counts.size == 0:
-            rejected["node larger than --max-gpus"] += len(items)
+            rejected["node larger than --max-gpus"] += sum(len(it[3]) for it in items)
             continue
         wl = workload.model_copy(update={"precision": precision, "flash_attention": flash})
         gpu_ids = sorted({it[0].gpu for it in items})
         grid = estimate_training_grid(model, wl, gpu_ids, node_counts * gpn, inter_node_gbps_per_gpu=gbps,
                                       gpus_per_node=gpn, goodput=base_goodput)
         row_of = {g: i for i, g in enumerate(grid.gpu_ids)}
-        pending = []  # (offer, its class): priced together below
-        # Everything up to the price depends on the offer only through these fields (the price enters
-        # linearly, in _price_candidates): offers that differ in region or price share one class.
-        classes: dict[tuple, Any] = {}
-        for o, res, net, net_key in items:
-            ckey = (o.gpu, o.provider, o.pricing, o.max_nodes, o.ram_gb, o.commitment_term_h, net_key)
-            cls = classes.get(ckey)
-            if cls is None:
-                cls = classes[ckey] = _offer_class(o, res, net, catalog, grid, row_of, node_counts, gpn, cons,
-                                                   weights_gb, ckpt_bytes, failure_cache)
+        pending = []  # (class, its members' offer indices): priced together below
+        for o, res, net, m in items:
+            cls = _offer_class(o, res, net, catalog, grid, row_of, node_counts, gpn, cons, weights_gb, ckpt_bytes,
+                               failure_cache)
             if isinstance(cls, str):
-                rejected[cls] += 1
+                rejected[cls] += len(m)
                 continue
-            pending.append((o, cls))
-        rows.extend(_price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req))
+            pending.append((cls, m))
+        _price_classes(table, g_rank, pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req)
 
+    progress.step(f"ranking {len(offers):,} offers")
+    rows = table.finish(regime)
     if not rows:
         return _empty_result(req, model, workload, rejected, cands, [])
 
-    cost = np.array([r["compute"] + r["storage"] + r["egress"] for r in rows])
-    wall = np.array([r["wall_h"] for r in rows])
-    bands: dict[str, Any] = {}
-    for r in rows:
-        r["spread"] = _spread(r, regime, bands)
-    rank_cost = ranking_cost(np.array([r["compute"] for r in rows]),
-                             np.array([r["storage"] + r["egress"] for r in rows]),
-                             np.array([r["spread"].cost for r in rows]))
+    cost, wall, rank_cost = rows.cost, rows.wall, rows.rank_cost
     keep = np.ones(len(rows), dtype=bool)
     too_long = wall > max_wall_h
     rejected[f"longer than the {max_wall_h / 24:g}-day cap (--max-wall)"] += int(too_long.sum())
@@ -167,10 +173,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog | None = None) -> Plan
     order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        order, also = collapse_rows(
-            order, keys=[(r["offer"].provider, r["offer"].gpu, r["offer"].gpus_per_node, r["offer"].pricing, r["nodes"])
-                         for r in rows],
-            costs=cost.tolist(), wheres=[where_label(r["offer"].region) for r in rows])
+        order, also = collapse_rows(order, keys=rows.choice_keys(), costs=cost.tolist(), wheres=rows.wheres())
     top = order[: req.limit]
     samples = _monte_carlo_samples(rows, top[:MONTE_CARLO_TOP], req.seed)
     plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
@@ -263,24 +266,26 @@ def _offer_class(o: Offer, res, net: Network, catalog: Catalog, grid, row_of, no
     return _OfferClass(provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net)
 
 
-def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req) -> list[dict[str, Any]]:
+# What an offer's class is made of (see plan_training): the fields everything but the price reads.
+_CLASS_KEY = operator.itemgetter(*(COLUMNS.index(c) for c in (
+    "gpu", "provider", "pricing", "gpus_per_node", "max_nodes", "ram_gb", "commitment_term_h", "interconnect",
+    "cluster", "fabric_gbps_per_node")))
+_PRICE = operator.itemgetter(COLUMNS.index("price_per_hour_usd"))
+_PRICE_KEY = operator.itemgetter(COLUMNS.index("confidence"), COLUMNS.index("as_of"))
+
+
+def _price_classes(table: "_RowTable", g_rank: int, pending, node_counts, gpn, grid, target_h, ckpt_bytes, model,
+                   req) -> None:
     """Bill every usable (offer class, node count) of one group in one vectorised call, then keep per
     offer the cheapest count that meets the target (the fastest when none does).
 
     Billed hours do not depend on the price, so they are computed once per class; each offer's
-    compute cost is nodes x its price x billed hours, element by element as before."""
+    compute cost is nodes x its price x billed hours, one array per class."""
     from gpuplan.economics.run_cost import expected_billed_hours
 
     if not pending:
-        return []
-    members: dict[int, list] = {}  # id(class) -> [class, [offer positions in pending]]
-    for pos, (_o, cls) in enumerate(pending):
-        m = members.get(id(cls))
-        if m is None:
-            members[id(cls)] = [cls, [pos]]
-        else:
-            m[1].append(pos)
-    clss = [m[0] for m in members.values()]
+        return
+    clss = [p[0] for p in pending]
     ks = [c.k_idx for c in clss]
     wall = np.concatenate([c.wall_h[k] for c, k in zip(clss, ks)])
     useful = np.concatenate([c.useful_h[k] for c, k in zip(clss, ks)])
@@ -297,13 +302,13 @@ def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, mod
     billed = np.asarray(expected_billed_hours(billed_wall, increment, minimum, segments), dtype=float)
 
     params = model.total_params()
-    out: list[Any] = [None] * len(pending)
+    offers = table.offers
     start = 0
-    for (cls, positions), k_all in zip(members.values(), ks):
+    for (cls, positions), k_all in zip(pending, ks):
         sl = slice(start, start + len(k_all))
         start += len(k_all)
         w = wall[sl]
-        prices = np.array([pending[p][0].price_per_hour_usd for p in positions], dtype=float)
+        prices = np.fromiter(map(_PRICE, map(offers.__getitem__, positions)), dtype=float, count=len(positions))
         c = nodes[sl][None, :] * prices[:, None] * billed[sl][None, :]
         meets = w <= target_h
         if meets.any():
@@ -311,26 +316,124 @@ def _price_candidates(pending, node_counts, gpn, grid, target_h, ckpt_bytes, mod
         else:
             picks = np.full(len(positions), int(np.argmin(w)))
         fm = cls.fm
-        shared: dict[int, tuple] = {}
-        for row_i, (p, pick) in enumerate(zip(positions, picks.tolist())):
-            common = shared.get(pick)
-            if common is None:
-                k = int(k_all[pick])
-                j = sl.start + pick
-                storage, egress, notes = _storage_and_egress(ckpt_bytes, params, req, cls.provider, float(w[pick]))
-                common = shared[pick] = (storage, egress, notes, dict(
-                    provider=cls.provider, gpu=cls.gpu, grid=grid, i=cls.i, rate=fm["rate"],
-                    restart_h=fm["restart_h"], k=k, nodes=int(node_counts[k]), gpus=int(node_counts[k] * gpn),
-                    useful_h=float(useful[j]), wall_h=float(w[pick]), billed_h=float(billed[j]),
-                    mtbf_h=float(fm["mtbf_h"][k]), delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]),
-                    factor=float(fm["factor"][k]), saves_on_notice=bool(fm["saves_on_notice"][k]),
-                    notice_s=fm["notice_s"], mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]),
-                    res=cls.res, ckpt_bytes=ckpt_bytes, gpn=gpn))
-            storage, egress, notes, rest = common
-            o = pending[p][0]
-            out[p] = dict(offer=o, storage=storage, egress=egress, storage_notes=list(notes),
-                          compute=float(c[row_i, pick]), net=pending[p][1].net, **rest)
-    return out
+        common_ids = np.empty(len(positions), dtype=np.int64)
+        for pick in np.unique(picks).tolist():
+            k = int(k_all[pick])
+            j = sl.start + pick
+            storage, egress, notes = _storage_and_egress(ckpt_bytes, params, req, cls.provider, float(w[pick]))
+            common = dict(
+                provider=cls.provider, gpu=cls.gpu, grid=grid, i=cls.i, rate=fm["rate"],
+                restart_h=fm["restart_h"], k=k, nodes=int(node_counts[k]), gpus=int(node_counts[k] * gpn),
+                useful_h=float(useful[j]), wall_h=float(w[pick]), billed_h=float(billed[j]),
+                mtbf_h=float(fm["mtbf_h"][k]), delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]),
+                factor=float(fm["factor"][k]), saves_on_notice=bool(fm["saves_on_notice"][k]),
+                notice_s=fm["notice_s"], mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]),
+                res=cls.res, ckpt_bytes=ckpt_bytes, gpn=gpn)
+            common_ids[picks == pick] = table.add_common(cls, storage, egress, notes, common)
+        table.add(g_rank, np.asarray(positions, dtype=np.int64), common_ids,
+                  c[np.arange(len(positions)), picks])
+
+
+class _RowTable:
+    """The priced rows of a plan as arrays (one per offer: its class's chosen count and its compute
+    cost), and a row as the dict the rest of the planner reads, built when first asked for."""
+
+    def __init__(self, offers):
+        self.offers = offers
+        self._commons: list[tuple] = []  # (class, storage, egress, notes, fields)
+        self._parts: list[tuple] = []
+
+    def add_common(self, cls, storage: float, egress: float, notes: list[str], fields: dict) -> int:
+        self._commons.append((cls, storage, egress, notes, fields))
+        return len(self._commons) - 1
+
+    def add(self, g_rank: int, positions: np.ndarray, common_ids: np.ndarray, compute: np.ndarray) -> None:
+        self._parts.append((g_rank, positions, common_ids, compute))
+
+    def finish(self, regime) -> "_RowTable":
+        """Rows in the planner's order (group, then catalog order), with cost, wall and ranking arrays."""
+        if not self._parts:
+            self.n = 0
+            return self
+        g = np.concatenate([np.full(len(p[1]), p[0]) for p in self._parts])
+        pos = np.concatenate([p[1] for p in self._parts])
+        cid = np.concatenate([p[2] for p in self._parts])
+        compute = np.concatenate([p[3] for p in self._parts])
+        order = np.lexsort((pos, g))
+        self.pos, self.cid, self.compute = pos[order], cid[order], compute[order]
+        self._parts = []
+        self.n = len(self.pos)
+        storage = np.array([c[1] for c in self._commons], dtype=float)[self.cid]
+        egress = np.array([c[2] for c in self._commons], dtype=float)[self.cid]
+        self.cost = self.compute + storage + egress
+        self.other = storage + egress
+        self.wall = np.array([c[4]["wall_h"] for c in self._commons], dtype=float)[self.cid]
+        # The spread of a row depends on its common part (GPU, network, count) and on its price's
+        # confidence and date: one Spread per distinct pair.
+        price_keys: dict[tuple, int] = {}
+        pk = np.fromiter((price_keys.setdefault(k, len(price_keys)) for k in map(_PRICE_KEY, map(
+            self.offers.__getitem__, self.pos.tolist()))), dtype=np.int64, count=self.n)
+        combo = self.cid * max(1, len(price_keys)) + pk
+        _uniq, firsts, inv = np.unique(combo, return_index=True, return_inverse=True)
+        bands: dict[Any, Any] = {}
+        self._spreads = [_spread(self._base(first), regime, bands) for first in firsts.tolist()]
+        self._vendors = {k: v for k, v in bands.items() if isinstance(k, str)}  # GPU id -> vendor band
+        self.spread_of = inv.reshape(-1)
+        sigma = np.array([s.cost for s in self._spreads], dtype=float)[self.spread_of]
+        self.rank_cost = ranking_cost(self.compute, self.other, sigma)
+        self._rows: dict[int, dict[str, Any]] = {}
+        return self
+
+    def _base(self, j: int) -> dict[str, Any]:
+        cls, storage, egress, notes, fields = self._commons[int(self.cid[j])]
+        return dict(offer=self.offers[int(self.pos[j])], storage=storage, egress=egress, storage_notes=list(notes),
+                    compute=float(self.compute[j]), net=cls.net, **fields)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j: int) -> dict[str, Any]:
+        j = int(j)
+        if j < 0:
+            j += self.n
+        r = self._rows.get(j)
+        if r is None:
+            r = self._rows[j] = self._base(j)
+            s = self._spreads[int(self.spread_of[j])]
+            r["spread"] = s
+            r["vendor"] = self._vendors[r["offer"].gpu]
+        return r
+
+    def choice_keys(self) -> "_ChoiceKeys":
+        return _ChoiceKeys(self)
+
+    def wheres(self) -> "_Wheres":
+        return _Wheres(self)
+
+    def providers_count(self, keep: np.ndarray) -> int:
+        return len({self.offers[int(p)].provider for p in np.unique(self.pos[keep]).tolist()}) if keep.any() else 0
+
+
+class _ChoiceKeys:
+    """collapse_rows' keys, read per row: (provider, GPU, GPUs per node, pricing, nodes)."""
+
+    def __init__(self, table: _RowTable):
+        self.t = table
+
+    def __getitem__(self, j: int) -> tuple:
+        t = self.t
+        o = t.offers[int(t.pos[j])]
+        return (o.provider, o.gpu, o.gpus_per_node, o.pricing, t._commons[int(t.cid[j])][4]["nodes"])
+
+
+class _Wheres:
+    """collapse_rows' 'where' labels, read per row."""
+
+    def __init__(self, table: _RowTable):
+        self.t = table
+
+    def __getitem__(self, j: int) -> str:
+        return where_label(self.t.offers[int(self.t.pos[j])].region)
 
 
 def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, pricing: str,
@@ -564,7 +667,7 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, 
         cost=CostBreakdown(compute_usd=r["compute"], storage_usd=r["storage"], egress_usd=r["egress"]),
         checkpoint_interval_min=r["tau_h"] * 60.0, expected_interruptions=r["wall_h"] / r["mtbf_h"],
         risk=risk, risk_notes=notes, warnings=r["storage_notes"],
-        price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence, offer=o,
+        price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence, offer=as_offer(o),
         assumptions={
             "steady_state_hours": r["useful_h"], "mfu": float(grid.mfu[i, k]), "tokens_per_s": float(grid.tokens_per_s[i, k]),
             "step_time_s": float(grid.step_time_s[i, k]), "memory_per_gpu_gb": float(grid.memory_per_gpu_gb[i, k]),
@@ -590,7 +693,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
         ("by model size, as published recipes (4M tokens at 8B, 16M at 405B); rounded to the layout"
          if workload.kind == "pretrain" else "fine-tuning recipe (128k tokens)"),
         "precision": req.precision, "training_flops": float(grid.flops), "candidates": int(keep.sum()),
-        "providers_ranked": len({r["offer"].provider for r, k in zip(rows, keep) if k}),
+        "providers_ranked": rows.providers_count(keep),
         "max_wall_days": max_wall_h / 24, "count_target_days": target_h / 24,
         "estimator_regime": regime[0], "ranked_by": "75th percentile of the cost band (expected cost shown)",
         "calibration": calibration_summary("training"),

@@ -15,11 +15,13 @@ that the planner did not (no import from gpuplan.perf or gpuplan.economics).
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuplan.display import (
+    fmt_duration, fmt_hours_range, fmt_ms, fmt_pricing, fmt_quantity, fmt_usd, fmt_usd_short, plan_layout_text,
+)
 from gpuplan.errors import UsageError
 
 FORMATS = ("html", "md")
@@ -104,57 +106,15 @@ def write_report(out: str, text: str) -> Path:
 
 # ---- numbers for people ----------------------------------------------------------------------
 
-def usd(v: Any) -> str:
-    """$65,383 / $12.65 / $0.42; '-' when unknown."""
-    if not isinstance(v, (int, float)) or not math.isfinite(v):
-        return "-"
-    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+# How numbers read is gpuplan.display's (the CLI and the page use the same rules).
+usd = fmt_usd
+usd_short = fmt_usd_short
+duration = fmt_duration
+duration_range = fmt_hours_range
+quantity = fmt_quantity
 
 
-def usd_short(v: Any) -> str:
-    """$950, $12.3k, $1.64M: for bands and narrow columns."""
-    if not isinstance(v, (int, float)) or not math.isfinite(v):
-        return "-"
-    a = abs(v)
-    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if a >= div:
-            return f"${v / div:.3g}{suffix}"
-    return f"${v:.0f}"
-
-
-def duration(hours: Any) -> str:
-    """'45 min', '12.5 h', '28.4 days'."""
-    if not isinstance(hours, (int, float)) or not math.isfinite(hours):
-        return "-"
-    if hours < 1:
-        return f"{hours * 60:.0f} min"
-    if hours < 48:
-        return f"{hours:.1f} h"
-    return f"{hours / 24:.1f} days"
-
-
-def duration_range(lo: Any, hi: Any) -> str:
-    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (lo, hi)):
-        return "-"
-    if hi < 48:
-        return f"{lo:.1f}-{hi:.1f} h"
-    return f"{lo / 24:.1f}-{hi / 24:.1f} days"
-
-
-def quantity(v: float) -> str:
-    """1T, 8.03B, 4.2M, 950; scientific past 1e15 (FLOPs)."""
-    v = float(f"{v:.3g}")  # 999999999.99 -> 1e9, so it reads 1B rather than 1e+03M
-    a = abs(v)
-    if a >= 1e15:
-        return f"{v:.3g}"
-    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if a >= div:
-            return f"{v / div:.3g}{suffix}"
-    return f"{v:g}"
-
-
-def pricing(p: str) -> str:
-    return str(p).replace("_", "-")
+pricing = fmt_pricing
 
 
 def prose(text: str) -> str:
@@ -458,10 +418,7 @@ def _subtitle(workload: str, s: dict[str, Any]) -> str:
     return ", ".join(parts) or "serving"
 
 
-def _ms(v: Any) -> str:
-    if not isinstance(v, (int, float)) or not math.isfinite(v):
-        return "-"
-    return f"{v:.0f} ms" if v >= 100 else f"{v:.1f} ms"
+_ms = fmt_ms
 
 
 def _latency_ms(p: dict[str, Any]) -> float | None:
@@ -471,8 +428,6 @@ def _latency_ms(p: dict[str, Any]) -> float | None:
 
 
 def _row(p: dict[str, Any], serve: bool, on_front: bool) -> dict[str, str]:
-    from gpuplan.cli.render_plans import _layout_text
-
     tpot = _latency_ms(p)
     lo = p.get("cost_p10_usd")
     more = len(p.get("also_at") or [])
@@ -481,7 +436,7 @@ def _row(p: dict[str, Any], serve: bool, on_front: bool) -> dict[str, str]:
         "provider": p["provider_name"], "gpu": f"{p['gpus']}× {p['gpu']}", "gpus": str(p["gpus"]),
         "replicas": f"{p['replicas']} × TP{p.get('gpus_per_replica') or p['layout']['tp']}" if p.get("replicas") else "-",
         "shape": f"{p['nodes']} × {p['gpus_per_node']:g}", "pricing": pricing(p["pricing"]),
-        "region": (p["region"] or "-") + (f" +{more}" if more else ""), "layout": _layout_text(p),
+        "region": (p["region"] or "-") + (f" +{more}" if more else ""), "layout": plan_layout_text(p),
         "wall": duration(p["wall_hours"]), "wall_p90": duration(p["wall_p90_hours"]),
         "cost": usd(p["cost_usd"]), "cost_p90": usd(p["cost_p90_usd"]),
         "band": f"{usd_short(lo if isinstance(lo, (int, float)) else p['cost_usd'])}-{usd_short(p['cost_p90_usd'])}"

@@ -70,7 +70,7 @@ class SafeJSONResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         from gpuplan.catalog.secrets import redact
-        from gpuplan.cli.output import to_jsonable
+        from gpuplan.display import to_jsonable
 
         text = json.dumps(to_jsonable(content), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         return redact(text).encode("utf-8")
@@ -241,15 +241,6 @@ def _serve_body(body: ServePlanBody) -> ServePlanBody:
     return body
 
 
-def _spec(body) -> Any:
-    from gpuplan.models import get_preset, model_from_params
-
-    if body.model is not None:
-        _check_model(body.model)
-        return get_preset(body.model)
-    return model_from_params(body.params, body.active_params)
-
-
 # ---- the app ----------------------------------------------------------------------------------
 
 def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | None = None,
@@ -333,7 +324,7 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
         min_gpus: Annotated[float | None, Query(gt=0, le=1024, allow_inf_nan=False)] = None,
         max_price: Annotated[float | None, Query(gt=0, le=1e5, allow_inf_nan=False)] = None,
         max_price_age: Annotated[int | None, Query(ge=0, le=100_000)] = None,
-        min_confidence: Annotated[Literal["primary", "third-party", "unverified"] | None, Query()] = None,
+        min_confidence: Annotated[Literal["primary", "aggregated", "third-party", "unverified"] | None, Query()] = None,
         sort: Annotated[Literal["price", "node-price", "gpus", "provider", "gpu", "age", "confidence"], Query()] = "price",
         limit: Annotated[int, Query(ge=1, le=MAX_OFFERS)] = 200,
     ) -> dict[str, Any]:
@@ -358,29 +349,18 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
     @app.post("/api/estimate/train", tags=["estimate"], responses=_ok(TrainingEstimate))
     def estimate_train(body: TrainEstimateBody) -> Response:
         """GPU-hours, wall time, MFU, memory and layout on one GPU type (`gpuplan estimate train`)."""
-        from gpuplan.cli.cmd_estimate_train import _fabric, _workload
-        from gpuplan.perf.training_estimate import estimate_training
+        from gpuplan.planner.requests import estimate_train
 
-        spec = _spec(body)
-        wl = _workload(body.tokens, body.epochs, body.dataset_tokens, body.method, body.seq_len, body.global_batch,
-                       body.precision, body.lora_rank, body.lora_targets)
-        est = estimate_training(spec, wl, body.gpu, body.gpus, tp=body.tp, pp=body.pp, cp=body.cp, ep=body.ep,
-                                micro_batch=body.micro_batch, recompute=body.recompute, zero=body.zero,
-                                inter_node_gbps_per_gpu=_fabric(str(body.fabric)),
-                                gpus_per_node=body.gpus_per_node, goodput=body.goodput,
-                                efficiency=body.efficiency, deadline_days=body.deadline_days)
-        return SafeJSONResponse(est)
+        _check_model(body.model)
+        return SafeJSONResponse(estimate_train(body))
 
     @app.post("/api/estimate/serve", tags=["estimate"], responses=_ok(ServingEstimate))
     def estimate_serve(body: ServeEstimateBody) -> Response:
         """Throughput, TTFT/TPOT, KV cache and concurrency for a model on a GPU (`gpuplan estimate serve`)."""
-        from gpuplan.perf.inference_estimate import estimate_serving
+        from gpuplan.planner.requests import estimate_serve
 
-        est = estimate_serving(_spec(body), body.gpu, n_gpus=body.gpus, tp=body.tp, precision=body.precision,
-                               kv_precision=body.kv_precision, input_len=body.input_len, output_len=body.output_len,
-                               concurrency=body.concurrency, max_ttft_ms=body.max_ttft_ms,
-                               max_tpot_ms=body.max_tpot_ms, engine=body.engine, memory_fraction=body.memory_fraction)
-        return SafeJSONResponse(est)
+        _check_model(body.model)
+        return SafeJSONResponse(estimate_serve(body))
 
     # ---- plans ------------------------------------------------------------------------------
     @app.post("/api/plan/train", tags=["plan"], responses=_ok(PlanResult))
@@ -429,10 +409,10 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
     @app.post("/api/tco", tags=["economics"], responses=_ok(TcoResult))
     def tco(body: TcoBody) -> Response:
         """Full cost of a training project: final run, experiments, data, labour, safety, hosting (`gpuplan tco`)."""
-        from gpuplan.economics.tco import compute_tco, make_inputs
+        from gpuplan.planner.requests import tco as answer_tco
 
-        result = compute_tco(make_inputs(**body.as_kwargs()))
-        return SafeJSONResponse(result.model_dump() | {"chart": result.chart()})
+        _check_model(body.model)
+        return SafeJSONResponse(answer_tco(body, state.catalog()))
 
     @app.post("/api/size", tags=["economics"], responses=ERRORS)
     def size(body: SizeBody) -> Response:
@@ -455,7 +435,10 @@ def create_app(db_path: str | None = None, *, allowed_hosts: tuple[str, ...] | N
     @app.post("/api/breakeven", tags=["economics"], responses=ERRORS)
     def breakeven_endpoint(body: BreakevenBody) -> Response:
         """Self-host vs hosted APIs: monthly cost, break-even volume and utilisation (`gpuplan breakeven`)."""
-        return SafeJSONResponse(_breakeven(body, state.catalog()))
+        from gpuplan.planner.requests import breakeven
+
+        _check_model(body.model)
+        return SafeJSONResponse(breakeven(body, state.catalog()))
 
     from gpuplan.web.batch import register_batch_routes; register_batch_routes(app)  # POST /api/plan/batch
     return app
@@ -480,16 +463,3 @@ def _model_rows() -> list[dict[str, Any]]:
                          "moe": bool(spec.is_moe), "max_seq_len": spec.max_seq_len})
         _MODEL_ROWS = rows
     return _MODEL_ROWS
-
-
-def _breakeven(body: BreakevenBody, catalog) -> dict[str, Any]:
-    """`compare_self_host_to_apis`, priced from the app's catalog (the one `--db` chose)."""
-    from gpuplan.economics.self_host import compare_self_host_to_apis
-
-    _check_model(body.model)
-    return compare_self_host_to_apis(
-        body.model, body.tokens_per_month, input_share=body.input_share, api=body.api or None, gpu=body.gpu,
-        price_per_gpu_hour=body.price_per_gpu_hour, output_len=body.output_len, precision=body.precision,
-        engine=body.engine, max_ttft_ms=body.max_ttft_ms, max_tpot_ms=body.max_tpot_ms, offline=body.offline,
-        target_utilization=body.target_utilization, eng_usd_per_month=body.eng_usd_per_month,
-        peak_factor=body.peak_factor, redundancy=body.redundancy, catalog=catalog)

@@ -12,7 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from gpuplan.planner.records import PlanResult
-from gpuplan.planner.requests import Constraints, ServePlanRequest, TrainPlanRequest
+from gpuplan.planner.requests import (
+    DEFAULT_PLAN_LIMIT, BreakevenRequest, Constraints, Quantity, ServeEstimateRequest, ServePlanRequest, TcoRequest,
+    TokenCount, TrainEstimateRequest, TrainPlanRequest,
+)
 
 # Work limits per request (the CLI's own limits are wider: a terminal user only slows themself).
 MAX_PLANS = 200            # plans returned by one plan request
@@ -65,7 +68,7 @@ class TrainPlanBody(TrainPlanRequest):
 
     model: Name | None = Field(default=None, description="preset id, e.g. llama-3.1-8b (see /api/models)")
     constraints: PlanConstraints = Field(default_factory=PlanConstraints)
-    limit: int = Field(default=20, gt=0, le=MAX_PLANS)
+    limit: int = Field(default=DEFAULT_PLAN_LIMIT, gt=0, le=MAX_PLANS)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 
@@ -77,7 +80,7 @@ class ServePlanBody(ServePlanRequest):
     model: Name | None = Field(default=None, description="preset id, e.g. llama-3.1-8b (see /api/models)")
     users: NameList | None = Field(default=None, description="user geographies, e.g. ['eu', 'us-east']")
     constraints: PlanConstraints = Field(default_factory=PlanConstraints)
-    limit: int = Field(default=20, gt=0, le=MAX_PLANS)
+    limit: int = Field(default=DEFAULT_PLAN_LIMIT, gt=0, le=MAX_PLANS)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 
@@ -126,75 +129,77 @@ class ExportBody(BaseModel):
         return self
 
 
-class _ModelFields(BaseModel):
-    model_config = _STRICT
+class _PresetOnly(BaseModel):
+    """Over HTTP a model is a preset id or a parameter count, never a server path."""
 
     model: Name | None = Field(default=None, description="preset id (see /api/models)")
-    params: float | None = Field(default=None, gt=0, le=1e14)
-    active_params: float | None = Field(default=None, gt=0, le=1e14)
 
     @model_validator(mode="after")
-    def _one_way_in(self) -> "_ModelFields":
-        if (self.model is None) == (self.params is None):
-            raise ValueError("give exactly one of model or params")
-        if self.active_params is not None:
-            if self.params is None:
-                raise ValueError("active_params goes with params, not model")
-            if self.active_params > self.params:
-                raise ValueError("active_params cannot exceed params")
+    def _params_alone(self):
+        if getattr(self, "active_params", None) is not None and getattr(self, "params", None) is None:
+            raise ValueError("active_params goes with params, not model")
         return self
 
 
-class TrainEstimateBody(_ModelFields):
-    """`gpuplan estimate train` as JSON."""
+class TrainEstimateBody(_PresetOnly, TrainEstimateRequest):
+    """`gpuplan estimate train` as JSON: the library's TrainEstimateRequest with web work limits."""
+
+    model_config = _STRICT
 
     gpu: Name = Field(description="GPU type, e.g. H100 (see /api/gpus)")
     gpus: int | None = Field(default=None, gt=0, le=MAX_ESTIMATE_GPUS, description="default: searched")
-    tokens: float | None = Field(default=None, gt=0, le=1e16)
+    tokens: Quantity | None = Field(default=None, gt=0, le=1e16, description="training tokens, e.g. 15T")
     epochs: float | None = Field(default=None, gt=0, le=1e4)
-    dataset_tokens: float | None = Field(default=None, gt=0, le=1e16)
-    method: Literal["full", "lora", "qlora"] = "full"
+    dataset_tokens: Quantity | None = Field(default=None, gt=0, le=1e16)
     lora_rank: int = Field(default=16, gt=0, le=4096)
-    lora_targets: Literal["attention", "all"] = "all"
-    precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
-    seq_len: int = Field(default=4096, gt=0, le=1_048_576)
+    seq_len: TokenCount = Field(default=4096, gt=0, le=1_048_576)
     global_batch: int | None = Field(default=None, gt=0, le=1_000_000)
     micro_batch: int | None = Field(default=None, gt=0, le=4096)
     tp: int | None = Field(default=None, gt=0, le=1024)
     pp: int | None = Field(default=None, gt=0, le=1024)
     cp: int | None = Field(default=None, gt=0, le=1024)
     ep: int | None = Field(default=None, gt=0, le=1024)
-    recompute: Literal["none", "selective", "full"] | None = None
+    vp: int | None = Field(default=None, gt=0, le=1024)
     zero: int | None = Field(default=None, ge=0, le=3)
     goodput: float | None = Field(default=None, gt=0, le=1)
     efficiency: float | None = Field(default=None, gt=0, le=1)
     fabric: Literal["infiniband", "ethernet"] | Annotated[float, Field(gt=0, le=100_000)] = "infiniband"
     gpus_per_node: int = Field(default=8, gt=0, le=72)
     deadline_days: float | None = Field(default=None, gt=0, le=36500)
+    teacher: Name | None = Field(default=None, description="preset id of a teacher to distill from")
+    recompute_layers: int | None = Field(default=None, gt=0, le=1024)
 
 
-class ServeEstimateBody(_ModelFields):
-    """`gpuplan estimate serve` as JSON."""
+class ServeEstimateBody(_PresetOnly, ServeEstimateRequest):
+    """`gpuplan estimate serve` as JSON: the library's ServeEstimateRequest with web work limits."""
+
+    model_config = _STRICT
 
     gpu: Name = Field(description="GPU type, e.g. H100 (see /api/gpus)")
     gpus: int | None = Field(default=None, gt=0, le=4096, description="GPUs in total")
     tp: int | None = Field(default=None, gt=0, le=64, description="GPUs per replica")
-    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
-    kv_precision: Literal["bf16", "fp16", "fp8", "int8", "fp4"] | None = None
-    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    input_len: int = Field(default=1000, gt=0, le=2_000_000)
-    output_len: int = Field(default=1000, gt=0, le=1_000_000)
+    ep: int | None = Field(default=None, gt=0, le=1024)
+    input_len: TokenCount = Field(default=1000, gt=0, le=2_000_000)
+    output_len: TokenCount = Field(default=1000, gt=0, le=1_000_000)
     concurrency: int | None = Field(default=None, gt=0, le=1_000_000)
     max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6)
     memory_fraction: float | None = Field(default=None, gt=0, le=1)
+    eta_bw: float | None = Field(default=None, gt=0, le=1)
+    eta_c: float | None = Field(default=None, gt=0, le=1)
+    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
+    kv_precision: Literal["bf16", "fp16", "fp8", "int8", "fp4"] | None = None
+    engine: Literal["vllm", "sglang", "trtllm", "optimum-habana"] = "vllm"
 
 
-class TcoBody(BaseModel):
-    """`gpuplan tco` as JSON: what you know; every other line takes its documented default."""
+class TcoBody(TcoRequest):
+    """`gpuplan tco` as JSON: the library's TcoRequest (a given or a planned final run)."""
 
     model_config = _STRICT
 
+    gpu: Name | None = None
+    region: Name | None = None
+    model: Name | None = Field(default=None, description="preset id: plan the final run (with tokens)")
     final_run_usd: float | None = Field(default=None, ge=0)
     gpu_hours: float | None = Field(default=None, ge=0)
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
@@ -214,37 +219,32 @@ class TcoBody(BaseModel):
     egress_usd_per_gb: float | None = Field(default=None, ge=0)
     hosting_months: float | None = Field(default=None, ge=0)
     hosting_usd_per_month: float | None = Field(default=None, ge=0)
-    gpu: Name | None = None
-    region: Name | None = None
+    tokens: Quantity | None = Field(default=None, gt=0, le=1e16, description="training tokens of the planned run")
 
     def as_kwargs(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        return self.inputs()
 
 
-class BreakevenBody(BaseModel):
-    """`gpuplan breakeven` as JSON: self-host a preset vs hosted APIs."""
+class BreakevenBody(BreakevenRequest):
+    """`gpuplan breakeven` as JSON: the library's BreakevenRequest (presets only)."""
 
     model_config = _STRICT
 
     model: Name = Field(description="preset id (see /api/models)")
-    tokens_per_month: float = Field(gt=0, le=1e18, description="input + output tokens per month")
-    input_share: float = Field(default=0.5, ge=0, lt=1)
     api: Annotated[list[Name], Field(max_length=10)] | None = Field(
         default=None, description="API ids to compare; default: every API serving the model, plus nearest models")
     gpu: Name = "H100-SXM"
-    price_per_gpu_hour: float | None = Field(
-        default=None, gt=0, le=1e4,
-        description="default: median on-demand price of hyperscaler/neocloud offers, one vote per provider")
-    output_len: int = Field(default=1000, ge=1, le=1_000_000)
+    tokens_per_month: Quantity = Field(gt=0, le=1e18, description="input + output tokens per month, e.g. 5B")
+    input_share: float = Field(default=0.5, ge=0, lt=1)
+    price_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4)
+    output_len: TokenCount = Field(default=1000, ge=1, le=1_000_000)
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7, description="default 2000 unless offline")
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6, description="default 50 unless offline")
-    offline: bool = Field(default=False, description="no latency target: capacity at max throughput")
     target_utilization: float = Field(default=0.8, gt=0, le=1)
     eng_usd_per_month: float | None = Field(default=None, ge=0, le=1e9, description="default 8000 (~0.4 FTE)")
     peak_factor: float | None = Field(default=None, ge=1, le=100, description="peak / average traffic; default 2.0")
-    redundancy: bool = Field(default=True, description="N+1: one spare replica")
 
 
 class SizeBody(BaseModel):

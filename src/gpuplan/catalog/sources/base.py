@@ -99,6 +99,10 @@ def resolve_offer_gpu_cached(name: str, mem_gb_per_gpu: float | None, hint: str 
     return resolve_offer_gpu(name, mem_gb_per_gpu, hint)
 
 
+# Feed spellings the alias table (catalog/data/gpu_aliases.csv) cannot take as they are: Vast's
+# 'RTX PRO 6000 S' ends in an edition letter the table's size/suffix stripping does not know.
+FEED_SPELLINGS = {"rtx pro 6000 s": "RTX PRO 6000 Server Edition"}
+
 _FORM_WORDS = re.compile(r"[\s_\-]*(sxm\d?|pcie|pci-e|nvl|nvlink|hgx|oam)\b", re.I)
 
 
@@ -111,6 +115,7 @@ def resolve_offer_gpu(name: str, mem_gb_per_gpu: float | None = None, hint: str 
     name = (name or "").strip()
     if not name:
         return None
+    name = FEED_SPELLINGS.get(" ".join(name.lower().split()), name)
     # Memory is not appended to the name: the alias table's trailing-size stripping can eat a
     # form-factor digit ('A100 SXM4 43GB'); memory refines the variant below instead.
     tries = [name]
@@ -135,8 +140,15 @@ def resolve_offer_gpu(name: str, mem_gb_per_gpu: float | None = None, hint: str 
     if gid == "V100-SXM2-16GB" and mem >= 24:
         gid = "V100-SXM2-32GB"
     if "pci" in h:
-        if gid in ("A100-80GB-SXM",) or (gid.startswith("A100") and mem >= 60):
-            gid = "A100-80GB-PCIe"
+        from gpuplan.catalog.gpus import all_gpus
+
+        if gid.startswith("A100"):  # the memory decides 40 vs 80 GB; the name decides PCIe
+            if 0 < mem < 60 and "A100-40GB-PCIe" in all_gpus():
+                gid = "A100-40GB-PCIe"  # Vast's 'A100 PCIE' 40 GB bucket: not an SXM card
+            elif mem >= 60 or gid in ("A100-80GB-SXM", "A100-80GB-PCIe"):
+                gid = "A100-80GB-PCIe"
+            elif gid == "A100-40GB-SXM" and "A100-40GB-PCIe" in all_gpus():
+                gid = "A100-40GB-PCIe"
         elif gid == "H100-SXM":
             gid = "H100-PCIe"
     if re.search(r"nvl(?!ink)", h):

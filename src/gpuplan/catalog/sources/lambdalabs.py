@@ -1,8 +1,14 @@
 """Lambda Cloud instance types (`GET /api/v1/instance-types`, Bearer key).
 
+The host is `cloud.lambda.ai`, where Lambda's docs moved (the old `cloud.lambdalabs.com` still
+answers today, but a cross-host redirect would drop the Authorization header).
+
 The catalog lists every type whether or not it can be launched; offers are written for the
 regions with capacity now, and a type with none gets one region-less row so its price is
-still known (providers.md §3.6: catalog rows are not availability).
+still known (providers.md §3.6: catalog rows are not availability). `price_cents_per_hour` is
+the whole instance (an integer, or a string in Lambda's own documented example). The GPU count is
+`specs.gpus`, else the count leading the description or the type name ('gpu_8x_h100_sxm5'):
+Lambda's documented example answer omits `specs.gpus` and `gpu_description`.
 """
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from gpuplan.catalog.sources.base import OfferBuilder, SourceError, SourceResult
 from gpuplan.catalog.sources.http import base_url, expect, expect_key, fetch_json
 from gpuplan.units import GIB_TO_GB
 
-DEFAULT_URL = "https://cloud.lambdalabs.com"
+DEFAULT_URL = "https://cloud.lambda.ai"
 KEY = "LAMBDA_API_KEY"
 
 
@@ -30,6 +36,13 @@ def gpu_name_of(itype: dict, name: str) -> tuple[str, float | None]:
         return (desc.strip(), None)
     m = re.match(r"^gpu_\d+x_(.+)$", name)
     return ((m[1].replace("_", " ") if m else name), None)
+
+
+def gpu_count_of(itype: dict, name: str) -> float | None:
+    """The GPU count when `specs.gpus` is absent: '8x H100 (80 GB SXM5)' or 'gpu_8x_h100_sxm5' (a 'cpu_'
+    type has none)."""
+    m = re.match(r"^\s*(\d+)x\s", str(itype.get("description") or "")) or re.match(r"^gpu_(\d+)x_", name)
+    return float(m[1]) if m else None
 
 
 class LambdaSource:
@@ -60,6 +73,8 @@ class LambdaSource:
             it = entry["instance_type"]
             specs = it.get("specs") if isinstance(it.get("specs"), dict) else {}
             n = to_float(specs.get("gpus"))
+            if n is None:
+                n = gpu_count_of(it, str(it.get("name") or name))
             if not n:
                 b.skip("CPU-only instance")
                 continue

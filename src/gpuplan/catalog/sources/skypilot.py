@@ -185,7 +185,10 @@ class SkyPilotSource:
 
     @staticmethod
     def _priced(b: OfferBuilder, common: dict, price, spot, on_demand: str, spot_type: str) -> None:
-        b.add(pricing=on_demand, price_per_hour_usd=price, **common)
+        if _spot_only_on_gcp(common):
+            b.skip("GCP sells this machine type as Spot / Flex-start only (no on-demand)")
+        else:
+            b.add(pricing=on_demand, price_per_hour_usd=price, **common)
         if spot is not None and spot > 0:  # empty or 0.00 = no spot data
             b.add(pricing=spot_type, price_per_hour_usd=spot, **common)
 
@@ -243,6 +246,23 @@ class SkyPilotSource:
 
     def _row_date(self, r: dict) -> dt.date | None:
         return _iso_date(r.get(self._date_col)) if self._date_col else None
+
+
+# GCP machine types Google does not sell on demand (Spot or DWS Flex-start only), as gpuhunt's gcp.py
+# filters them: A4X, A4, A3 Ultra, and A3 High with fewer than 8 GPUs. SkyPilot's catalog lists an
+# on-demand price for them that nobody can buy.
+_GCP_SPOT_ONLY = re.compile(r"^(a4x-|a4-|a3-ultragpu-)")
+_GCP_A3_HIGH = re.compile(r"^a3-highgpu-(\d+)g$")
+
+
+def _spot_only_on_gcp(common: dict) -> bool:
+    itype = str(common.get("instance_type") or "")
+    if not itype.startswith(("a3-", "a4")):
+        return False
+    if _GCP_SPOT_ONLY.match(itype):
+        return True
+    m = _GCP_A3_HIGH.match(itype)
+    return bool(m and int(m[1]) < 8)
 
 
 def _aggregated() -> str:

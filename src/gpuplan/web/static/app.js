@@ -566,7 +566,7 @@
     return /^[A-Za-z0-9_.,:/=+@%-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
   }
 
-  /** `gpuplan plan train|serve ...` for the form as it stands (the CLI's own defaults differ only in --limit). */
+  /** `gpuplan plan train|serve ...` for the form as it stands (the CLI and the API share every default). */
   function cliCommand(kind) {
     const parts = ["gpuplan", "plan", kind];
     if (!isCustom()) parts.push("--model", $("model").value);
