@@ -84,6 +84,9 @@ INSTANCE_IN_SOURCE = re.compile(
 dropped: list[tuple[str, str]] = []
 
 
+from gpuplan.planner.geography import listed_regions, region_geography  # noqa: E402 - after the sys.path insert
+
+
 def drop(what: str, why: str) -> None:
     dropped.append((what, why))
 
@@ -413,6 +416,11 @@ def dated_offers(lookup: dict[str, str], providers: dict[str, dict]) -> list[dic
         if problem := price_problem(gpus[gid], node / count):
             drop(where, problem)
             continue
+        if "floor ('from')" in r["note"]:
+            # a 'from $X' headline is the lowest price anyone pays, not the price a run pays: never a
+            # current offer (unknown is pessimistic); the feed's own listed price stays current
+            drop(where, "a 'from' floor is a lower bound, not a price")
+            continue
         note = f"{r['date_kind']}: {r['as_of']}" + (f"; {r['note'].strip()}" if r["note"].strip() else "")
         for col, text in (("source", r["source"].strip()), ("as_of_note", note)):
             if len(text) > MAX_TEXT:  # the import format (and `catalog export`) caps text cells
@@ -441,13 +449,33 @@ def collapse_region_fanout(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     for key, group in groups.items():
         regions = sorted({r["region"] for r in group})
         row = dict(group[0])
-        # one price everywhere: any region; several prices for one type: name the regions of each
-        row["region"] = "" if prices_per_type[key[:5]] == 1 else " / ".join(regions)
+        # the regions the feed listed at this price, '/'-separated (the planner places the offer in the
+        # listed region nearest the users); a list too long for one cell ends in '+N more'
+        row["region"] = _region_list(regions)
         row["as_of_note"] = _region_note(row["as_of_note"], regions)
         keep.append(row)
         if len(group) > 1:
             drop(f"{key[0]} {key[1]} x{len(group)} regions", "region fan-out of one list price collapsed to one row")
     return keep
+
+
+def _region_list(regions: list[str], limit: int = 160) -> str:
+    """'us-east-1/eu-central-1/...' within `limit` characters; the rest counted as '+N more'. One region
+    per geography comes first, so a cut list still places the offer near every user group it can."""
+    seen: collections.Counter = collections.Counter()
+    ranked = []
+    for reg in sorted(regions):
+        geo = region_geography(reg)
+        ranked.append((seen[geo], reg))
+        seen[geo] += 1
+    regions = [reg for _, reg in sorted(ranked)]
+    shown: list[str] = []
+    for i, reg in enumerate(regions):
+        rest = len(regions) - i - 1
+        if len("/".join(shown + [reg])) + (len(f"/+{rest} more") if rest else 0) > limit:
+            return "/".join(shown + [f"+{len(regions) - i} more"])
+        shown.append(reg)
+    return "/".join(shown)
 
 
 def _region_note(note: str, regions: list[str]) -> str:
@@ -482,6 +510,7 @@ def drop_outdated(rows: list[dict[str, str]], conflicts: list[dict]) -> tuple[li
     for r in rows:
         by_kind[(r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])].append(r)
     keep, old = [], []
+    inherited: dict[int, set[str]] = collections.defaultdict(set)
     for r in rows:
         newer = [n for n in by_kind[(r["provider"], r["gpu"], r["gpus_per_node"], r["pricing"])]
                  if n["as_of"] > r["as_of"] and _covers(n, r)]
@@ -489,10 +518,20 @@ def drop_outdated(rows: list[dict[str, str]], conflicts: list[dict]) -> tuple[li
             keep.append(r)
             continue
         best = max(newer, key=lambda n: (n["as_of"], is_observed(n), n["instance_type"] == r["instance_type"]))
+        if not best["region"].strip() and r["region"].strip():
+            inherited[id(best)].update(listed_regions(r["region"]))
         old.append(r)
         conflicts.append(_conflict(r, best))
         drop(f"{r['provider']} {r['instance_type']} {r['region'] or '-'} {r['pricing']} @ {r['as_of']}",
              f"a newer {best['as_of']} price exists for the same GPU, node size and pricing (kept as history)")
+    # A list price that names no region replaces the feed's regional rows: it is offered in the regions
+    # the feed listed for that GPU and size (the planner places it in the one nearest the users).
+    for r in keep:
+        if id(r) in inherited:
+            r["region"] = _region_list(sorted(inherited[id(r)]))
+            tail = "; regions as the superseded feed listed them"
+            if len(r["as_of_note"]) + len(tail) <= MAX_TEXT:
+                r["as_of_note"] += tail
     return keep, old
 
 

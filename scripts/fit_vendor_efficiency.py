@@ -342,9 +342,11 @@ def error_summary(full: dict, held: dict, rows: list[dict]) -> dict:
 
 def gpu_arch_table() -> dict[str, str]:
     vendors = load_gpu_vendors()
+    from gpuplan.catalog.capabilities import arch_of as catalog_arch
     from gpuplan.perf.vendor_efficiency import infer_arch
 
-    table = {g: infer_arch(g, v) for g, v in vendors.items()}
+    # the catalog's architecture table first (it names every GPU the catalog lists), then the name
+    table = {g: (a if (a := catalog_arch(g)) != "unknown" else infer_arch(g, v)) for g, v in vendors.items()}
     for g in EXTRA_ARCH_IDS:
         table[g] = infer_arch(g)
     return table

@@ -201,7 +201,13 @@ def test_profile_is_shown_in_assumptions_summaries_and_cli(cli, tmp_path):
     again = plan_training(TrainPlanRequest(model="llama-3.2-1b", tokens=1e10, limit=3, constraints=only), catalog)
     assert again.summary["calibration"] is None  # and the planner's search cache is not stale:
     assert again.plans[0].assumptions["vendor_efficiency_factor"] == 1.0
-    assert again.plans[0].wall_hours > train.plans[0].wall_hours * 1.05
+    # the same offer and size is slower without the profile's factor > 1 (the #1 itself may change)
+    first = train.plans[0]
+    same = [p for p in plan_training(TrainPlanRequest(model="llama-3.2-1b", tokens=1e10, limit=1000,
+                                                      constraints=only), catalog).plans
+            if (p.provider, p.instance_type, p.gpus, p.pricing) == (first.provider, first.instance_type,
+                                                                     first.gpus, first.pricing)]
+    assert same and same[0].wall_hours > first.wall_hours * 1.05
 
 
 def test_use_none_and_profile_none_restore_the_bundled_numbers_exactly(cli, tmp_path, monkeypatch):
@@ -272,7 +278,7 @@ def test_text_commands_name_the_profile_they_used_on_stderr(cli):
     assert cli("calibrate", EXAMPLE, "--name", "example")[0] == 0
     code, out, err = cli("estimate", "train", "--model", "llama-3.2-1b", "--gpu", "H100", "--gpus", "8",
                          "--tokens", "1e10")
-    assert code == 0 and "note: calibration profile 'example' applied (training Hopper x1.1" in err
+    assert code == 0 and "note: calibration profile 'example' applied (training Hopper x" in err
     code, out, err = cli("estimate", "train", "--model", "llama-3.2-1b", "--gpu", "MI300X", "--gpus", "8",
                          "--tokens", "1e10")
     assert code == 0 and err == ""  # nothing measured on CDNA3: nothing applied, nothing said

@@ -25,6 +25,15 @@ faster step than ran):
   it is 0.09-0.44 (median 0.28: -64.9%), worst at h = 768.
 - control: the bf16 rows of the FP8 shapes, measured in the same session, sit at -4.8% (eager),
   as the earlier device-runs rows do, so the shortfalls above are not drift of the machine.
+Re-pinned 2026-11-23 (second round) after the estimator was refitted on 254 published rows with
+new physics (GEMM efficiency vs rows per micro-batch, a fixed cost per layer, attention timed at
+attn_ratio 0.52 of the GEMM efficiency, fp8 lowp ratio fitted to ~1.0 with the casts timed apart).
+None of these rows was in that fit, and they moved: LoRA +2.3% -> +19.6% (pessimistic, worst
++25.3%); long context -20.9% -> +23.6% (now pessimistic on one GPU, more so the longer the
+sequence); the bf16 control -4.8% -> +12.2%; the FP8 kernel alone +2.6% -> -17.7% (the public FP8
+rows pull lowp to 1.0 where this H100 reaches 0.82); eager FP8 steps still 2.2x optimistic
+(-54.9%). The published-row fit and these held-out single-GPU rows disagree on small shapes;
+both are reported, neither is tuned to the other.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -52,15 +61,15 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 2.3, 8.8),
-    ("long_context", -20.9, -24.4),
-    ("long_context_all", -9.8, -24.4),
-    ("fp8", -58.7, -64.9),
-    ("fp8_speedup_eager", -56.9, -60.9),
-    ("fp8_speedup_compile", -19.5, -27.8),
-    ("fp8_bf16_ref", -4.8, -10.5),
-    ("fp8_gemm", 2.6, 13.5),
-    ("fp8_gemm_cast", -64.9, -88.6),
+    ("lora", 19.6, 25.3),
+    ("long_context", 23.6, 24.0),
+    ("long_context_all", 13.5, 24.0),
+    ("fp8", -54.9, -58.2),
+    ("fp8_speedup_eager", -60.7, -63.3),
+    ("fp8_speedup_compile", -26.7, -31.7),
+    ("fp8_bf16_ref", 12.2, 19.4),
+    ("fp8_gemm", -17.7, -30.0),
+    ("fp8_gemm_cast", -71.8, -90.9),
 ]
 TRAIN_INPUTS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn", "vocab", "seq_len", "micro_batch", "params",
                 "trainable_params", "steps_timed")
@@ -246,13 +255,14 @@ def test_regime_error_is_pinned(recomputed, group, median, worst):
 
 
 def test_known_shortfalls_are_on_the_optimistic_side(recomputed):
-    """Every long-context row and every eager FP8 row is predicted too fast; the error grows with
-    sequence length; the bf16 control is not; LoRA is now within 10% either way."""
-    for group in ("long_context_all", "fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
+    """Every FP8 row is predicted too fast; long context on one GPU is now predicted too slow, more
+    so the longer the sequence; LoRA is pessimistic by less than 30%; the bf16 control within 20%."""
+    for group in ("fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
         assert (recomputed[group] < 0).all(), group
-    assert (np.abs(recomputed["lora"]) < 10.0).all()
-    assert abs(float(np.median(recomputed["fp8_bf16_ref"]))) < 10.0
+    assert (recomputed["long_context_all"] > 0).all()
+    assert ((recomputed["lora"] > 0) & (recomputed["lora"] < 30.0)).all()
+    assert abs(float(np.median(recomputed["fp8_bf16_ref"]))) < 20.0
     long = sorted((int(r["seq_len"]), _err(_predicted_step_s(r), float(r["step_time_s"])))
                   for r in _train(_rows()) if r["regime"] == "long_context" and r["recompute"] == "full")
     errs = [e for _, e in long]
-    assert errs == sorted(errs, reverse=True), long  # more optimistic the longer the sequence
+    assert errs == sorted(errs), long  # more pessimistic the longer the sequence

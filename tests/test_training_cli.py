@@ -99,5 +99,8 @@ def test_tokens_optional_for_step_time_with_gpus(cli):
     assert code == 0, err
     est = _json.loads(out)
     assert est["step_time_s"] > 0 and 0 < est["mfu"] < 1 and any("no --tokens" in n for n in est["notes"])
-    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100")
-    assert code == 2 and "--gpus" in err and "Traceback" not in err
+    # neither --tokens nor --gpus: the count with the best throughput per GPU, and it says so
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--json")
+    assert code == 0, err
+    est = _json.loads(out)
+    assert any("highest throughput per GPU" in n for n in est["notes"]) and "Traceback" not in err

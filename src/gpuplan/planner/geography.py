@@ -30,8 +30,26 @@ def geographies() -> dict[str, str]:
     return dict(_data()["geographies"])
 
 
+def listed_regions(region: str) -> list[str]:
+    """The regions of one offer: 'us-east-1/us-west-2/+3 more' -> ['us-east-1', 'us-west-2'] (a price
+    listed in several regions is one offer; '+N more' names regions the catalog did not keep)."""
+    parts = [p.strip() for p in (region or "").split("/")]
+    return [p for p in parts if p and not re.fullmatch(r"\+\d+ more", p)]
+
+
 def region_geography(region: str) -> str | None:
-    """The geography of a provider region string, or None when it names none ('global', '')."""
+    """The geography of a provider region string (the first placed one of a '/'-separated list), or
+    None when it names none ('global', '')."""
+    if "/" in (region or ""):
+        for part in listed_regions(region):
+            geo = _one_region_geography(part)
+            if geo is not None:
+                return geo
+        return None
+    return _one_region_geography(region)
+
+
+def _one_region_geography(region: str) -> str | None:
     text = (region or "").strip()
     if not text:
         return None
@@ -71,9 +89,13 @@ def rtt_ms(a: str | None, b: str | None) -> float | None:
 
 
 def worst_rtt_ms(region: str, users: list[str]) -> float | None:
-    """The round trip the farthest user group sees to this region (None if the region is unplaced)."""
-    geo = region_geography(region)
-    values = [rtt_ms(geo, u) for u in users]
-    if geo is None or any(v is None for v in values):
-        return None
-    return max(values)
+    """The round trip the farthest user group sees to this region (None if the region is unplaced);
+    for an offer listed in several regions, that of the listed region nearest the users."""
+    best = None
+    for part in (listed_regions(region) if "/" in (region or "") else [region]):
+        geo = _one_region_geography(part)
+        values = [rtt_ms(geo, u) for u in users]
+        if geo is None or any(v is None for v in values):
+            continue
+        best = max(values) if best is None else min(best, max(values))
+    return best

@@ -53,7 +53,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     # OfferRow tuples: an Offer object only for the plans shown
     cands = filter_offer_rows(catalog, req.constraints, precision=precision_needs)
     rejected = cands.rejected
-    regime = estimator_regime("serve", is_moe=model.is_moe)
+    regime = estimator_regime("serve", is_moe=model.is_moe, active_params=float(model.active_params()))
 
     capacity: dict[str, Any] = {}
     support: dict[str, Any] = {}

@@ -39,10 +39,19 @@ def ranking_z() -> float:
 
 
 def estimator_regime(workload: str, *, is_moe: bool = False, method: str = "full", seq_len: int = 4096,
-                     total_params: float = 0.0) -> tuple[str, float, str]:
-    """(regime, sigma, basis) of the estimator for this job."""
+                     total_params: float = 0.0, active_params: float | None = None,
+                     concurrency: int | None = None) -> tuple[str, float, str]:
+    """(regime, sigma, basis) of the estimator for this job: the measured leave-one-source-out band of
+    its regime where the validation wrote one, else the prior in uncertainty.json."""
     if workload == "serve":
-        key = "serve_moe" if is_moe else "serve"
+        if is_moe:
+            # active parameters unknown: the wider (small-active) band, unknown is pessimistic
+            small = active_params is None or active_params <= 14e9
+            key = "serve_moe_small_active" if small else "serve_moe"
+        elif concurrency is not None and concurrency <= 8:
+            key = "serve_latency"
+        else:
+            key = "serve"
     elif seq_len >= 32768:
         key = "train_long_context"
     elif is_moe:
@@ -53,8 +62,38 @@ def estimator_regime(workload: str, *, is_moe: bool = False, method: str = "full
         key = "train_small"
     else:
         key = "train_dense"
+    sigma, basis = regime_sigma(key)
+    return key, sigma, basis
+
+
+@functools.cache
+def regime_sigma(key: str) -> tuple[float, str]:
     d = _data()["estimator_sigma"][key]
-    return key, float(d["sigma"]), d["basis"]
+    ref = d.get("band")
+    measured = _measured_band(ref["file"], ref["regime"]) if ref else None
+    if measured is None:
+        return float(d["sigma"]), d["basis"]
+    drift = float(_data()["drift_sigma"]["sigma"])
+    spread = (measured["p90"] - measured["p10"]) / (2 * Z90)
+    sigma = math.sqrt(spread ** 2 + measured["p50"] ** 2 + drift ** 2)
+    basis = (f"{ref['file']} regime '{ref['regime']}': leave-one-source-out over {measured['n']} published rows, "
+             f"log(pred/measured) p10 {measured['p10']:+.2f} / p50 {measured['p50']:+.2f} / p90 {measured['p90']:+.2f}"
+             f" (benchmarks/validate_{ref['file']}.py), widened by {drift:.2f} for newer hardware and software")
+    return float(sigma), basis
+
+
+def _measured_band(kind: str, regime: str) -> dict | None:
+    if kind == "training":
+        from gpuplan.perf.error_bands import band_for
+    else:
+        from gpuplan.perf.inference_validation import error_band as band_for
+    try:
+        b = band_for(regime)
+    except (OSError, ValueError):
+        return None
+    if not b or not b.get("n"):
+        return None
+    return {k: float(b[k]) for k in ("p10", "p50", "p90")} | {"n": int(b["n"])}
 
 
 def network_sigma(basis: str, multi_node: bool) -> float:
