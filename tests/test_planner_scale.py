@@ -61,6 +61,33 @@ def test_merge_rows_is_merge_current():
     assert by_price == sorted(got, key=lambda r: (r.price_per_gpu_hour_usd, r.price_per_hour_usd))
 
 
+def test_merge_fast_path_is_merge_current():
+    """No key repeats within a source (the usual store): the C-speed path merges exactly as
+    `merge_current` (keys shared across sources, user overrides, live triples, key order)."""
+    from gpuplan.catalog import store as st
+
+    base = list(load_bundled_offers())[:150]
+    dearer = [o.model_copy(update={"price_per_hour_usd": o.price_per_hour_usd * 1.2,
+                                   "price_per_gpu_hour_usd": o.price_per_gpu_hour_usd * 1.2,
+                                   "as_of": o.as_of + dt.timedelta(days=i % 3 - 1)}) for i, o in enumerate(base[:60])]
+    live = [o.model_copy(update={"confidence": "live", "as_of": o.as_of + dt.timedelta(days=2)}) for o in base[60:70]]
+    user = [o.model_copy(update={"confidence": "user", "as_of": o.as_of - dt.timedelta(days=30)}) for o in base[:10]]
+    groups = {"bundled": base, "dearer": dearer, "live": live, "user:x": user, "agg": dearer[::2] + base[100:]}
+    rows = {k: _rows(v) for k, v in groups.items()}
+    col = {c: i for i, c in enumerate(st.OFFER_COLUMNS)}
+    import operator
+    key_of = operator.itemgetter(*(col[c] for c in ("provider", "instance_type", "gpu", "gpus_per_node", "region",
+                                                     "pricing", "commitment_term_h")))
+    triple_of = operator.itemgetter(col["provider"], col["gpu"], col["pricing"])
+    args = (key_of, triple_of, col["confidence"], col["as_of"], col["price_per_hour_usd"])
+    fast = st._merge_unique_keys(rows, *args)
+    assert fast is not None
+    assert fast == st._merge_rows_slow(rows, *args)
+    assert st.merge_current_rows(rows) == _rows(st.merge_current(groups))
+    assert len(fast) < sum(map(len, rows.values()))  # the merge did something
+    assert st._merge_unique_keys({"a": _rows(base + base[:1])}, *args) is None  # a repeat: the slow path
+
+
 def _rows(offers):
     return [row_of(o) for o in offers]
 

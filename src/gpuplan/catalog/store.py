@@ -22,6 +22,7 @@ import contextlib
 import datetime as dt
 import gc
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -1052,6 +1053,63 @@ def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = Fa
                                  col["region"], col["pricing"], col["commitment_term_h"])
     triple_of = operator.itemgetter(col["provider"], col["gpu"], col["pricing"])
     i_conf, i_asof, i_pph = col["confidence"], col["as_of"], col["price_per_hour_usd"]
+    out = _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph)
+    if out is None:
+        out = _merge_rows_slow(groups, key_of, triple_of, i_conf, i_asof, i_pph)
+    merged_key = operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
+                                     col["instance_type"], col["region"])
+    return _sort_merged(out, col, merged_key, by_price)
+
+
+def _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph) -> list[tuple] | None:
+    """`_merge_rows_slow` at C speed for the common case: no key repeats within one source (a
+    source's snapshot lists each offer once), so only keys shared across sources are scored. The
+    same rows in the same order (a key's place is its first appearance, as in the slow path); None
+    when some source repeats a key."""
+    live_conf = operator.itemgetter(i_conf)
+    merged: dict[tuple, tuple] = {}
+    origin: dict[tuple, str] = {}  # the source of merged[key], for keys seen in more than one source
+    firsts: list[tuple[str, dict]] = []
+    live_triples: set[tuple] = set()
+    user_rows: set[int] = set()
+    rank_of = CONFIDENCE_RANK
+
+    def score(r, source):  # _truth_score
+        return (source.startswith(USER_PREFIX), r[i_asof], rank_of[r[i_conf]], r[i_pph], source)
+
+    for source in sorted(groups):
+        rows = groups[source]
+        d = dict(zip(map(key_of, rows), rows))
+        if len(d) != len(rows):
+            return None
+        user = source.startswith(USER_PREFIX)
+        if user:
+            user_rows.update(map(id, rows))
+        else:
+            live_triples.update(map(triple_of, itertools.compress(rows, map("live".__eq__, map(live_conf, rows)))))
+        shared = d.keys() & merged.keys() if merged else ()
+        keep = []
+        for k in shared:
+            cur = merged[k]
+            src = origin.get(k)
+            if src is None:
+                src = next(s for s, dd in firsts if dd.get(k) is cur)
+            if score(d[k], source) > score(cur, src):
+                origin[k] = source
+            else:
+                origin[k] = src
+                keep.append((k, cur))
+        merged.update(d)
+        for k, cur in keep:  # the earlier row stays, in its first place
+            merged[k] = cur
+        firsts.append((source, d))
+    out = list(merged.values())
+    if live_triples:
+        out = [r for r in out if r[i_conf] == "live" or id(r) in user_rows or triple_of(r) not in live_triples]
+    return out
+
+
+def _merge_rows_slow(groups, key_of, triple_of, i_conf, i_asof, i_pph) -> list[tuple]:
     best: dict[tuple, tuple] = {}
     live_triples: set[tuple] = set()
     rank_of = CONFIDENCE_RANK
@@ -1066,10 +1124,11 @@ def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = Fa
             cur = best.get(key)
             if cur is None or score > cur[0]:
                 best[key] = (score, r)
-    out = [r for (user, *_rest), r in best.values()
-           if user or r[i_conf] == "live" or triple_of(r) not in live_triples]
-    merged_key = operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
-                                     col["instance_type"], col["region"])
+    return [r for (user, *_rest), r in best.values()
+            if user or r[i_conf] == "live" or triple_of(r) not in live_triples]
+
+
+def _sort_merged(out: list[tuple], col: dict, merged_key, by_price: bool) -> list[tuple]:
     if not by_price:
         out.sort(key=merged_key)
         return out
