@@ -102,3 +102,11 @@ def test_console_script_serve():
     bad = subprocess.run(["gpuplan", "estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "H100",
                           "--input-len", "-1", "--output-len", "128"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("flags", [["--attention-dp"], ["--gpus", "2", "--ep", "2"]])
+def test_expert_layouts_are_refused_on_dense_models(cli, flags):
+    code, _, err = cli("estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "H100", *flags)
+    assert code == 2 and "mixture-of-experts" in err and "Traceback" not in err
+    code, out, err = cli("estimate", "serve", "--model", "qwen3-30b-a3b", "--gpu", "H100", *flags, "--json")
+    assert code == 0, err

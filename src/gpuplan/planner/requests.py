@@ -368,7 +368,11 @@ def estimate_serve(req: ServeEstimateRequest):
     """The ServingEstimate for a request (the CLI's and the API's answer)."""
     from gpuplan.perf.inference_estimate import estimate_serving
 
-    return estimate_serving(req.resolve_model(), req.gpu, n_gpus=req.gpus, tp=req.tp, precision=req.precision,
+    model = req.resolve_model()
+    if not model.is_moe and (req.attention_dp or (req.ep or 1) > 1):
+        flag = "--attention-dp" if req.attention_dp else "--ep"
+        raise UsageError(f"{flag} applies to mixture-of-experts models; {model.name} is dense")
+    return estimate_serving(model, req.gpu, n_gpus=req.gpus, tp=req.tp, precision=req.precision,
                             kv_precision=req.kv_precision, input_len=req.input_len, output_len=req.output_len,
                             concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
                             engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
