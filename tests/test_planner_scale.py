@@ -97,6 +97,8 @@ def test_tuple_read_is_the_offer_read(store_path):
         offers = s.current_offers(with_deployability=True)
         rows = s.current_offer_tuples(make=OfferRow)
         assert rows == _rows(offers)
+        # converted tails are shared between rows: the same types as the Offer read too (True, not 1)
+        assert [tuple(map(type, r)) for r in rows] == [tuple(map(type, r)) for r in _rows(offers)]
         assert len(rows) > len(load_bundled_offers())  # the copies in other regions were kept
         by_price = s.current_offer_tuples(make=OfferRow, by_price=True)
         assert by_price == sorted(rows, key=lambda r: (r.price_per_gpu_hour_usd, r.price_per_hour_usd))

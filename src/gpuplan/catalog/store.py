@@ -641,6 +641,29 @@ class Store:
                                              col["max_nodes"], col["interconnect"])
         cols = ", ".join(self._columns)
         dates: dict = {}  # dt.date objects are immutable: one per distinct day
+        i_tail = min(i_asof, i_clu, i_fab, i_max, i_ic)
+        tails: dict[tuple, tuple] = {}
+
+        def tail_of(r: tuple) -> tuple:
+            """r[i_tail:] as the row shows it: as_of a date, cluster a bool, deployability filled in."""
+            t = list(r[i_tail:])
+            day = dates.get(r[i_asof])
+            if day is None:
+                day = dates[r[i_asof]] = dt.date.fromisoformat(r[i_asof])
+            t[i_asof - i_tail] = day
+            if r[i_clu] is not None:
+                t[i_clu - i_tail] = bool(r[i_clu])
+            update = fill(r[i_prov], r[i_inst], r[i_gpn], r[i_conf] == "user", t[i_clu - i_tail], r[i_fab],
+                          r[i_max], r[i_ic])
+            if update:  # as _row_offer: what with_deployability would change
+                for f, v in update.items():
+                    t[col[f] - i_tail] = v
+            t = tuple(t)
+            if len(tails) >= 100_000:  # rows that share no tail: keep memory bounded
+                tails.clear()
+            tails[(r[i_prov], r[i_inst], r[i_gpn], r[i_tail:])] = t
+            return t
+
         groups: dict[str, list] = {}
         with _no_gc():
             for source, sid in self.latest_complete().items():
@@ -650,21 +673,13 @@ class Store:
                         values = sorted(set(values))
                         where += f" AND {column} IN ({', '.join('?' * len(values))})"
                         args.extend(values)
-                out = groups[source] = []
-                for r in self.conn.execute(f"SELECT {cols} FROM offers WHERE {where} ORDER BY rowid", args):
-                    r = list(r)
-                    day = dates.get(r[i_asof])
-                    if day is None:
-                        day = dates[r[i_asof]] = dt.date.fromisoformat(r[i_asof])
-                    r[i_asof] = day
-                    if r[i_clu] is not None:
-                        r[i_clu] = bool(r[i_clu])
-                    update = fill(r[i_prov], r[i_inst], r[i_gpn], r[i_conf] == "user", r[i_clu], r[i_fab],
-                                  r[i_max], r[i_ic])
-                    if update:  # as _row_offer: what with_deployability would change
-                        for f, v in update.items():
-                            r[col[f]] = v
-                    out.append(make(r))
+                # Every column a row changes (as_of, cluster, the deployability fields) lies in r[i_tail:],
+                # and what it becomes depends only on those and (provider, instance, GPUs per node): a
+                # large catalog repeats a few hundred such tails, so each is converted once and shared.
+                groups[source] = [make(r[:i_tail] + (tails.get((r[i_prov], r[i_inst], r[i_gpn], r[i_tail:]))
+                                                     or tail_of(r)))
+                                  for r in self.conn.execute(f"SELECT {cols} FROM offers WHERE {where} ORDER BY rowid",
+                                                             args)]
             rows = merge_current_rows(groups, by_price=by_price)
             del groups
         return rows
@@ -1140,7 +1155,7 @@ def _sort_merged(out: list[tuple], col: dict, merged_key, by_price: bool) -> lis
     ppg = np.fromiter(map(operator.itemgetter(col["price_per_gpu_hour_usd"]), out), dtype=float, count=n)
     pph = np.fromiter(map(operator.itemgetter(col["price_per_hour_usd"]), out), dtype=float, count=n)
     order = np.lexsort((pph, ppg))
-    rows = [out[i] for i in order.tolist()]
+    rows = list(map(out.__getitem__, order.tolist()))
     if n > 1:
         p1, p2 = ppg[order], pph[order]
         same = (p1[1:] == p1[:-1]) & (p2[1:] == p2[:-1])

@@ -97,9 +97,7 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     # size, host RAM, reserved term, fabric fields): each class is estimated once and its members are
     # priced together, as arrays; a row becomes a dict only when a plan shows it.
     offers = cands.offers  # OfferRow tuples, in catalog order
-    members: dict[tuple, list[int]] = collections.defaultdict(list)
-    for idx, ckey in enumerate(map(_CLASS_KEY, offers)):
-        members[ckey].append(idx)
+    members = _members(list(map(_CLASS_KEY, offers)))
     progress.step(f"estimating {len(members):,} offer classes of {len(offers):,} offers")
     groups: dict[tuple, list] = collections.defaultdict(list)
     resolutions: dict[str, Any] = {}
@@ -271,6 +269,20 @@ _CLASS_KEY = operator.itemgetter(*(COLUMNS.index(c) for c in (
     "gpu", "provider", "pricing", "gpus_per_node", "max_nodes", "ram_gb", "commitment_term_h", "interconnect",
     "cluster", "fabric_gbps_per_node")))
 _PRICE = operator.itemgetter(COLUMNS.index("price_per_hour_usd"))
+
+
+def _members(keys: list[tuple]) -> dict[tuple, list[int]]:
+    """The positions of each distinct key, keys in order of first appearance, positions ascending
+    (what appending each position to its key's list gives), without a Python step per position."""
+    ids = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    cid = np.fromiter(map(ids.__getitem__, keys), dtype=np.int64, count=len(keys))
+    order = np.argsort(cid, kind="stable").tolist()
+    bounds = np.cumsum(np.bincount(cid, minlength=len(ids))).tolist()
+    out, start = {}, 0
+    for k, end in zip(ids, bounds):
+        out[k] = order[start:end]
+        start = end
+    return out
 _PRICE_KEY = operator.itemgetter(COLUMNS.index("confidence"), COLUMNS.index("as_of"))
 
 
@@ -370,9 +382,10 @@ class _RowTable:
         self.wall = np.array([c[4]["wall_h"] for c in self._commons], dtype=float)[self.cid]
         # The spread of a row depends on its common part (GPU, network, count) and on its price's
         # confidence and date: one Spread per distinct pair.
-        price_keys: dict[tuple, int] = {}
-        pk = np.fromiter((price_keys.setdefault(k, len(price_keys)) for k in map(_PRICE_KEY, map(
-            self.offers.__getitem__, self.pos.tolist()))), dtype=np.int64, count=self.n)
+        keys = list(map(_PRICE_KEY, map(self.offers.__getitem__, self.pos.tolist())))
+        price_keys = {k: i for i, k in enumerate(dict.fromkeys(keys))}  # numbered by first appearance
+        pk = np.fromiter(map(price_keys.__getitem__, keys), dtype=np.int64, count=self.n)
+        del keys
         combo = self.cid * max(1, len(price_keys)) + pk
         _uniq, firsts, inv = np.unique(combo, return_index=True, return_inverse=True)
         bands: dict[Any, Any] = {}
