@@ -40,13 +40,7 @@ def listed_regions(region: str) -> list[str]:
 def region_geography(region: str) -> str | None:
     """The geography of a provider region string (the first placed one of a '/'-separated list), or
     None when it names none ('global', '')."""
-    if "/" in (region or ""):
-        for part in listed_regions(region):
-            geo = _one_region_geography(part)
-            if geo is not None:
-                return geo
-        return None
-    return _one_region_geography(region)
+    return next((g for part in listed_regions(region) if (g := _one_region_geography(part)) is not None), None)
 
 
 def _one_region_geography(region: str) -> str | None:
@@ -92,7 +86,7 @@ def worst_rtt_ms(region: str, users: list[str]) -> float | None:
     """The round trip the farthest user group sees to this region (None if the region is unplaced);
     for an offer listed in several regions, that of the listed region nearest the users."""
     best = None
-    for part in (listed_regions(region) if "/" in (region or "") else [region]):
+    for part in listed_regions(region):
         geo = _one_region_geography(part)
         values = [rtt_ms(geo, u) for u in users]
         if geo is None or any(v is None for v in values):
