@@ -111,3 +111,45 @@ def test_catalog_filters_read_the_same_offers_as_filtering_everything(tmp_path):
         got, want = store_cat.offers(**kw), bundled_cat.offers(**kw)
         assert rows(got) == rows(want), kw
         assert [o.price_per_gpu_hour_usd for o in got] == [o.price_per_gpu_hour_usd for o in want]
+
+
+def _collapse_linear(order, keys, costs, wheres, tol):
+    """The definition collapse_rows implements: each row against every kept row of its key, in order."""
+    kept, also, listed, first_of = [], {}, {}, {}
+    for j in order:
+        match = next((i for i in first_of.get(keys[j], ()) if abs(costs[j] - costs[i]) <= tol * max(abs(costs[i]), 1e-9)),
+                     None)
+        if match is None:
+            first_of.setdefault(keys[j], []).append(j)
+            kept.append(j)
+            continue
+        w, seen = wheres[j], listed.setdefault(match, set())
+        lst = also.setdefault(match, [])
+        if w and w not in seen and w != wheres[match]:
+            lst.append(w)
+            seen.add(w)
+    return kept, also
+
+
+def test_collapse_rows_buckets_match_the_linear_definition():
+    """Log-spaced cost buckets find the same earliest kept row as a scan of every kept row, with costs
+    at the tolerance's edge, zero, negative and spanning nine decades."""
+    import random
+
+    from gpuplan.planner.distinct import collapse_rows
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(0, 300)
+        keys = [rng.randint(0, 4) for _ in range(n)]
+        costs = [rng.choice([0.0, -1.0, 1.0, 1.03, 1.0 / 1.03, rng.uniform(1, 1.2), round(rng.uniform(1, 2), 2),
+                             10 ** rng.uniform(-3, 6)]) for _ in range(n)]
+        wheres = [rng.choice(["a", "b", "c", ""]) for _ in range(n)]
+        order = list(range(n))
+        rng.shuffle(order)
+        tol = rng.choice([0.03, 0.0, 0.5])
+        kept, also = _collapse_linear(order, keys, costs, wheres, tol)
+        assert collapse_rows(order, keys, costs, wheres, tol) == (kept, also)
+        limit = rng.randint(1, 12)  # only the rows a plan shows: the same rows and the same 'also at'
+        assert collapse_rows(order, keys, costs, wheres, tol, limit=limit) == (
+            kept[:limit], {i: w for i, w in also.items() if i in kept[:limit]})

@@ -39,7 +39,7 @@ from typing import Any
 from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, STALE_AFTER_DAYS, Offer
 from gpuplan.errors import GpuplanError, UsageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUNDLED = "bundled"
 USER_PREFIX = "user:"
 BUSY_TIMEOUT_S = 15.0
@@ -194,8 +194,15 @@ def _migration_3(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _migration_4(conn: sqlite3.Connection) -> None:
+    """The merged current offers between reads (see `gpuplan.catalog.row_cache`): one row, replaced
+    whenever the snapshots it was made from change."""
+    conn.execute("CREATE TABLE current_cache (key TEXT NOT NULL, made_at TEXT NOT NULL, blob BLOB NOT NULL)")
+
+
 # version -> migration that brings the schema from version-1 to version. Append, never edit.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1, 2: _migration_2, 3: _migration_3}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migration_1, 2: _migration_2, 3: _migration_3,
+                                                               4: _migration_4}
 
 
 @dataclass
@@ -559,6 +566,7 @@ class Store:
             n_skipped = sum(skipped.values())
             c.execute("UPDATE snapshots SET status = 'complete', rows_added = ?, rows_skipped = ?, taken_at = ? "
                       "WHERE id = ?", (n, n_skipped, _now_iso(), sid))
+            c.execute("DELETE FROM current_cache")
             c.execute("COMMIT")
         except BaseException as e:
             err = self._rollback(e)
@@ -625,14 +633,73 @@ class Store:
                       for src, sid in latest.items()}
             return merge_current(groups)
 
-    def current_offer_tuples(self, *, make: Callable[[list], tuple], gpus: Iterable[str] | None = None,
+    def current_offer_tuples(self, *, make: Callable[[tuple], tuple], gpus: Iterable[str] | None = None,
                              providers: Iterable[str] | None = None, by_price: bool = False) -> list[tuple]:
-        """`current_offers(with_deployability=True, gpus=, providers=)` as rows built by `make` from a list
+        """`current_offers(with_deployability=True, gpus=, providers=)` as rows built by `make` from a tuple
         of values in OFFER_COLUMNS order (as_of a date, cluster a bool or None): a tuple subclass that
         reads like an Offer (`merge_current` reads its attributes). The same offers in the same order,
         without an Offer object per row (a planner over 10^6 offers builds objects only for the rows
         it shows). `by_price`: in the catalog's default listing order instead (cheapest per GPU-hour,
-        then per node-hour; ties in the merged order), as a stable sort of the merged list gives."""
+        then per node-hour; ties in the merged order), as a stable sort of the merged list gives.
+
+        A writable store keeps the merged rows between reads (`row_cache`): the first read after a
+        snapshot is added or removed merges every source and saves the result; later reads decode it.
+        Merging commutes with the GPU and provider filters (both are part of the merge key)."""
+        if self.readonly:
+            return self._merged_tuples(make=make, gpus=gpus, providers=providers, by_price=by_price)
+        from gpuplan.catalog import row_cache
+
+        key = self._current_cache_key()
+        try:
+            blob = self.conn.execute("SELECT blob FROM current_cache WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:  # a damaged store without the table: merge, as a read-only store does
+            return self._merged_tuples(make=make, gpus=gpus, providers=providers, by_price=by_price)
+        if blob is not None:
+            with _no_gc():
+                rows = row_cache.decode(blob[0], self._columns, make=make, gpus=gpus, providers=providers,
+                                        by_price=by_price)
+            if rows is not None:
+                return rows
+        with _no_gc():
+            merged = self._merged_tuples(make=tuple)
+            listing = row_cache.listing_order(merged, self._columns)
+            self._save_current_cache(key, row_cache.encode(merged, self._columns, listing))
+            if by_price:
+                merged = list(map(merged.__getitem__, listing.tolist()))
+            wanted = [(OFFER_COLUMNS.index(c), set(v)) for c, v in (("gpu", gpus), ("provider", providers))
+                      if v is not None]
+            return [make(r) for r in merged if all(r[i] in v for i, v in wanted)]
+
+    def _current_cache_key(self) -> str:
+        """What the merged rows depend on: each source's newest complete snapshot (id, time, size)
+        and the rules that merge and fill them."""
+        from gpuplan.catalog import row_cache
+
+        snaps = self.conn.execute("""
+            SELECT s.source, s.id, s.taken_at, s.rows_added FROM snapshots s
+            WHERE s.id = (SELECT MAX(id) FROM snapshots t WHERE t.source = s.source AND t.status = 'complete')
+            ORDER BY s.source""").fetchall()
+        return json.dumps([row_cache.rules_fingerprint(), snaps])
+
+    def _save_current_cache(self, key: str, blob: bytes) -> None:
+        """Best effort: a busy or full store keeps no cache (the next read merges again)."""
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                if self._current_cache_key() == key:  # no snapshot landed since the merge began
+                    c.execute("DELETE FROM current_cache")
+                    c.execute("INSERT INTO current_cache VALUES (?, ?, ?)", (key, _now_iso(), blob))
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass
+
+    def _merged_tuples(self, *, make: Callable[[tuple], tuple], gpus: Iterable[str] | None = None,
+                       providers: Iterable[str] | None = None, by_price: bool = False) -> list[tuple]:
+        """`current_offer_tuples` read and merged from the snapshots themselves."""
         from gpuplan.catalog.deployability import deployability_update as fill
 
         col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
@@ -851,6 +918,7 @@ class Store:
                 marks = ", ".join("?" * len(chunk))
                 offers += c.execute(f"DELETE FROM offers WHERE snapshot_id IN ({marks})", chunk).rowcount
                 c.execute(f"DELETE FROM snapshots WHERE id IN ({marks})", chunk)
+            c.execute("DELETE FROM current_cache")
             c.execute("COMMIT")
         except BaseException as e:
             err = self._rollback(e)
@@ -1071,9 +1139,17 @@ def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = Fa
     out = _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph)
     if out is None:
         out = _merge_rows_slow(groups, key_of, triple_of, i_conf, i_asof, i_pph)
-    merged_key = operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
-                                     col["instance_type"], col["region"])
-    return _sort_merged(out, col, merged_key, by_price)
+    if by_price:
+        return _sort_merged(out, *_merge_order())
+    out.sort(key=_merge_order()[1])
+    return out
+
+
+def _merge_order() -> tuple[dict, Callable]:
+    """(column positions, the merged order's key) for `_sort_merged`."""
+    col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
+    return col, operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
+                                    col["instance_type"], col["region"])
 
 
 def _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph) -> list[tuple] | None:
@@ -1143,10 +1219,8 @@ def _merge_rows_slow(groups, key_of, triple_of, i_conf, i_asof, i_pph) -> list[t
             if user or r[i_conf] == "live" or triple_of(r) not in live_triples]
 
 
-def _sort_merged(out: list[tuple], col: dict, merged_key, by_price: bool) -> list[tuple]:
-    if not by_price:
-        out.sort(key=merged_key)
-        return out
+def _sort_merged(out: list[tuple], col: dict, merged_key) -> list[tuple]:
+    """Rows in merged order, in the catalog's listing order instead."""
     # Sorted by (per GPU-hour, per node-hour, then merged_key): numpy orders the prices (stable), and
     # only runs of equal prices are sorted by the rest in Python, as one stable sort by the whole key.
     import numpy as np

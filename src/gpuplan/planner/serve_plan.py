@@ -7,6 +7,7 @@ serving horizon, adds spare replicas where capacity can be taken back, and ranks
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         sp = spreads.get(skey)
         if sp is None:
             spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
-            sp = spreads[skey] = (spread, np.exp(ranking_z() * np.asarray(spread.cost)))
+            sp = spreads[skey] = (spread, float(np.exp(ranking_z() * float(spread.cost))))
         spread, rank_factor = sp
         rkey = (ckey, o.as_of, o.confidence, rtt)
         rn = risks.get(rkey)
@@ -110,36 +111,31 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
                 notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
             rn = risks[rkey] = (risk, notes)
-        risk, notes = rn
+        risk = rn[0]
         # ranking_cost(compute, egress, spread.cost), its exponential shared per spread
-        rc = float(np.asarray(compute) * rank_factor + np.asarray(egress)) + p90_extra * 0.5
-        plans.append(dict(
-            offer=o, provider=provider, tp=tp, replicas=replicas_total, nodes=nodes, gpus=gpus,
-            compute=compute, egress=egress, cost=cost, cost_p90_extra=p90_extra, out_tokens=out_tokens,
-            tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=list(notes), spare=spare,
-            availability=availability, lam=lam, cap=cap, spread=spread, vendor=vb, precision=res.precision,
-            rank_cost=rc, score=rc * (1 + _rtt_penalty(rtt, bool(req.users))),
-        ))
+        rc = float(compute * rank_factor + egress) + p90_extra * 0.5
+        # A row is a tuple (sort key first); it becomes the dict below only if a plan shows it.
+        plans.append((rc * (1 + _rtt_penalty(rtt, bool(req.users))), risk, gpus, cost, o, c, rtt, sp, rn, compute,
+                      egress, p90_extra, rc))
 
     if req.constraints.budget_usd is not None:
-        over = [p for p in plans if p["cost"] > req.constraints.budget_usd]
+        over = [p for p in plans if p[3] > req.constraints.budget_usd]
         rejected["over --budget"] += len(over)
-        plans = [p for p in plans if p["cost"] <= req.constraints.budget_usd]
+        plans = [p for p in plans if p[3] <= req.constraints.budget_usd]
     if req.constraints.max_gpus is not None:
-        over = [p for p in plans if p["gpus"] > req.constraints.max_gpus]
+        over = [p for p in plans if p[2] > req.constraints.max_gpus]
         rejected["more GPUs than --max-gpus"] += len(over)
-        plans = [p for p in plans if p["gpus"] <= req.constraints.max_gpus]
+        plans = [p for p in plans if p[2] <= req.constraints.max_gpus]
 
-    plans.sort(key=lambda p: (p["score"], p["risk"], p["gpus"]))
+    plans.sort(key=operator.itemgetter(0, 1, 2))  # score, risk, GPUs
     order = list(range(len(plans)))
     also: dict[int, list[str]] = {}
     if not req.all_rows:
         order, also = collapse_rows(
-            order, keys=[(p["offer"].provider, p["offer"].gpu, p["offer"].gpus_per_node, p["offer"].pricing, p["gpus"])
-                         for p in plans],
-            costs=[p["cost"] for p in plans],
-            wheres=[where_label(p["offer"].region) for p in plans])
+            order, keys=[(p[4].provider, p[4].gpu, p[4].gpus_per_node, p[4].pricing, p[2]) for p in plans],
+            costs=[p[3] for p in plans], wheres=_Wheres(plans), limit=req.limit)
     shown = order[: req.limit]
+    plans = _PlanRows(plans)
     plan_records = mark_ties([_to_plan(i + 1, plans[j], req, hours, also.get(j, []), regime)
                               for i, j in enumerate(shown)])
     cost_arr = np.array([p.cost_usd for p in plan_records])
@@ -158,7 +154,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "average_requests_per_s": traffic.average_requests_per_s, "peak_requests_per_s": traffic.peak_requests_per_s,
             "output_tokens_per_month": traffic.average_requests_per_s * req.output_len * HOURS_PER_MONTH * 3600,
             "horizon_months": req.horizon_months, "users": req.users, "candidates": len(plans),
-            "providers_ranked": len({p["offer"].provider for p in plans}),
+            "providers_ranked": len({p[4].provider for p in plans.rows}),
             "max_ttft_ms": ttft, "max_tpot_ms": tpot, "latency_target": target_basis,
             "redundancy": "N+1: one spare replica on another node" if req.redundancy else "none (--no-redundancy)",
             "estimator_regime": regime[0], "flips_first": flips,
@@ -223,7 +219,39 @@ def _serving_class(o, support, capacity, catalog, model, req, precision: str, ho
 
 
 
-def _flips(plans: list[dict[str, Any]], shown: list[int]) -> list[str]:
+class _Wheres:
+    """collapse_rows' 'where' label of a row, read only for the rows it asks about."""
+
+    def __init__(self, rows: list[tuple]):
+        self.rows = rows
+
+    def __getitem__(self, j: int) -> str:
+        return where_label(self.rows[j][4].region)
+
+
+class _PlanRows:
+    """The ranked rows as tuples (score, risk, GPUs, cost, offer, class, RTT, spread, risk and notes,
+    compute, egress, p90 extra, ranking cost); `rows[j]` is row j as the dict a plan is made from."""
+
+    def __init__(self, rows: list[tuple]):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, j: int) -> dict[str, Any]:
+        score, risk, gpus, cost, o, c, rtt, (spread, _f), (_r, notes), compute, egress, p90_extra, rc = self.rows[j]
+        (res, cap, tp, replicas, per_replica_tok_s, provider, lam, spare, availability, replicas_total, nodes, _g,
+         out_tokens, _e, _s, vb) = c
+        return dict(
+            offer=o, provider=provider, tp=tp, replicas=replicas_total, nodes=nodes, gpus=gpus,
+            compute=compute, egress=egress, cost=cost, cost_p90_extra=p90_extra, out_tokens=out_tokens,
+            tok_s=per_replica_tok_s * replicas, rtt=rtt, risk=risk, notes=list(notes), spare=spare,
+            availability=availability, lam=lam, cap=cap, spread=spread, vendor=vb, precision=res.precision,
+            rank_cost=rc, score=score)
+
+
+def _flips(plans: _PlanRows, shown: list[int]) -> list[str]:
     a, b = plans[shown[0]], plans[shown[1]]
     lines = flip_analysis({"rank_cost": a["score"], "compute_usd": a["compute"], "cost_sigma": a["spread"].cost,
                            "other_usd": a["egress"]},

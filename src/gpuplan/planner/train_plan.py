@@ -171,7 +171,8 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
     also: dict[int, list[str]] = {}
     if not req.all_rows:
-        order, also = collapse_rows(order, keys=rows.choice_keys(), costs=cost.tolist(), wheres=rows.wheres())
+        order, also = collapse_rows(order, keys=rows.choice_keys(), costs=cost.tolist(), wheres=rows.wheres(),
+                                    limit=req.limit)
     top = order[: req.limit]
     samples = _monte_carlo_samples(rows, top[:MONTE_CARLO_TOP], req.seed)
     plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
