@@ -11,7 +11,7 @@ import pytest
 
 from gpuplan.catalog import row_cache
 from gpuplan.catalog.bundled import load_bundled_offers
-from gpuplan.catalog.store import OFFER_COLUMNS, Store
+from gpuplan.catalog.store import MERGED_ORDER_COLUMNS, OFFER_COLUMNS, Store
 from gpuplan.planner.offer_rows import OfferRow
 
 
@@ -116,7 +116,7 @@ def test_a_damaged_or_foreign_blob_is_not_trusted(store, damage):
         bad = buf.getvalue()
     else:
         rows = store._merged_tuples(make=tuple)
-        bad = row_cache.encode([r[:-1] for r in rows], OFFER_COLUMNS[:-1], range(len(rows)))
+        bad = row_cache.encode([r[:-1] for r in rows], OFFER_COLUMNS[:-1], MERGED_ORDER_COLUMNS)[0]
     store.conn.execute("UPDATE current_cache SET blob = ?", (bad,))
     assert store.current_offer_tuples(make=OfferRow) == want
     assert store.conn.execute("SELECT blob FROM current_cache").fetchone()[0] != bad  # replaced
@@ -134,15 +134,12 @@ def test_read_only_store_reads_without_a_cache(tmp_path):
 
 
 def test_codes_keep_equal_values_of_different_types_apart():
-    rows = [(1, "a", 2.5), (1.0, "b", 3.5), (True, "a", 1.5), (None, "b", 0.5)]
-    cols = ("x", "gpu", "price_per_hour_usd")
-    got = row_cache.decode(row_cache.encode(rows, cols, [3, 2, 1, 0]), cols, make=tuple)
-    assert got == rows and [type(r[0]) for r in got] == [int, float, bool, type(None)]
-    assert row_cache.decode(row_cache.encode(rows, cols, [3, 2, 1, 0]), cols, make=tuple, by_price=True,
-                            gpus=["a"]) == [rows[2], rows[0]]
-
-
-def test_a_store_without_the_cache_table_still_reads(store):
-    want = store._merged_tuples(make=OfferRow)
-    store.conn.execute("DROP TABLE current_cache")
-    assert store.current_offer_tuples(make=OfferRow) == want
+    rows = [(1, "a", 2.5, 1.0), (1.0, "b", 3.5, 1.0), (True, "a", 1.5, 2.0), (None, "b", 0.5, 1.0)]
+    cols = ("x", "gpu", "price_per_hour_usd", "price_per_gpu_hour_usd")
+    blob, merged, listing = row_cache.encode(rows, cols, ("gpu",))
+    assert merged.tolist() == [0, 2, 1, 3]  # by gpu, ties in the given order
+    got = row_cache.decode(blob, cols, make=tuple)
+    assert got == [rows[i] for i in merged] and [type(r[0]) for r in got] == [int, bool, float, type(None)]
+    # listing: per GPU-hour, then per node-hour, ties in merged order
+    assert row_cache.decode(blob, cols, make=tuple, by_price=True) == [rows[3], rows[0], rows[1], rows[2]]
+    assert row_cache.decode(blob, cols, make=tuple, by_price=True, gpus=["a"]) == [rows[0], rows[2]]

@@ -41,47 +41,53 @@ def _codes_dtype(n: int):
     return np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.uint32
 
 
-def listing_order(rows: Sequence[tuple], columns: Sequence[str]) -> np.ndarray:
-    """The catalog's listing order of rows given in merged order: cheapest per GPU-hour, then per
-    node-hour, ties in merged order (`store._sort_merged` on a list sorted by the merged key)."""
+def encode(rows: Sequence[tuple], columns: Sequence[str], sort_by: Sequence[str]
+           ) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """`rows` (values in `columns` order, in any order) as a blob, stored sorted by the `sort_by`
+    columns (stable: ties keep the given order). Returns (blob, the sorted order as indices into
+    `rows`, the listing order as indices into the sorted order: cheapest per GPU-hour, then per
+    node-hour, ties in sorted order). Columns named in `sort_by` must hold no None."""
     n = len(rows)
-    i_gpu, i_node = columns.index("price_per_gpu_hour_usd"), columns.index("price_per_hour_usd")
-    per_gpu = np.fromiter((r[i_gpu] for r in rows), dtype=np.float64, count=n)
-    per_node = np.fromiter((r[i_node] for r in rows), dtype=np.float64, count=n)
-    return np.lexsort((per_node, per_gpu))  # stable: equal prices keep merged order
-
-
-def encode(rows: Sequence[tuple], columns: Sequence[str], by_price: Sequence[int]) -> bytes:
-    """`rows` (values in `columns` order, in merged order) and the listing-order permutation as a blob."""
+    by_column = list(zip(*rows)) or [()] * len(columns)  # one pass over the rows, not one per column
     arrays: dict[str, np.ndarray] = {}
     uniques: list[list | None] = []
-    by_column = list(zip(*rows)) or [()] * len(columns)  # one pass over the rows, not one per column
+    sort_keys: dict[str, np.ndarray] = {}
     for i, name in enumerate(columns):
         values = by_column[i]
         if name in FLOAT_COLUMNS:
             arrays[f"f{i}"] = np.array(values, dtype=np.float64)
             uniques.append(None)
+            sort_keys[name] = arrays[f"f{i}"]
             continue
         distinct = list(dict.fromkeys(values))
         if len(set(map(type, values)) - {type(None)}) > 1:  # 1, 1.0 and True would share a code
             typed = list(dict.fromkeys(zip(map(type, values), values)))
             index = {tv: j for j, tv in enumerate(typed)}
-            codes = np.fromiter(map(index.__getitem__, zip(map(type, values), values)), dtype=np.int64,
-                                count=len(values))
+            codes = np.fromiter(map(index.__getitem__, zip(map(type, values), values)), dtype=np.int64, count=n)
             distinct = [v for _t, v in typed]
         else:
             index = {v: j for j, v in enumerate(distinct)}
-            codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+            codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=n)
+        if name in sort_by:  # each value's rank among the distinct values, so that codes sort like values
+            rank = np.empty(len(distinct), dtype=np.int64)
+            rank[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
+            sort_keys[name] = rank[codes]
         arrays[f"c{i}"] = codes.astype(_codes_dtype(len(distinct)))
         if name in DATE_COLUMNS:
             distinct = [v.isoformat() for v in distinct]
         uniques.append(distinct)
-    meta = {"format": FORMAT, "columns": list(columns), "n": len(rows), "uniques": uniques}
+    del by_column
+    merged = np.lexsort([sort_keys[c] for c in reversed(sort_by)]) if n else np.zeros(0, dtype=np.int64)
+    for k in arrays:
+        arrays[k] = arrays[k][merged]
+    i_gpu, i_node = columns.index("price_per_gpu_hour_usd"), columns.index("price_per_hour_usd")
+    listing = np.lexsort((arrays[f"f{i_node}"], arrays[f"f{i_gpu}"]))  # stable: equal prices keep merged order
+    meta = {"format": FORMAT, "columns": list(columns), "n": n, "uniques": uniques}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    arrays["by_price"] = np.array(by_price, dtype=np.uint32 if len(rows) >= 1 << 31 else np.int64)
+    arrays["by_price"] = listing
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    return buf.getvalue()
+    return buf.getvalue(), merged, listing
 
 
 def decode(blob: bytes, columns: Sequence[str], *, make: Callable[[tuple], tuple],

@@ -661,14 +661,14 @@ class Store:
             if rows is not None:
                 return rows
         with _no_gc():
-            merged = self._merged_tuples(make=tuple)
-            listing = row_cache.listing_order(merged, self._columns)
-            self._save_current_cache(key, row_cache.encode(merged, self._columns, listing))
-            if by_price:
-                merged = list(map(merged.__getitem__, listing.tolist()))
+            met = self._merged_tuples(make=tuple, unsorted=True)
+            blob, merged, listing = row_cache.encode(met, self._columns, MERGED_ORDER_COLUMNS)
+            self._save_current_cache(key, blob)
+            del blob
             wanted = [(OFFER_COLUMNS.index(c), set(v)) for c, v in (("gpu", gpus), ("provider", providers))
                       if v is not None]
-            return [make(r) for r in merged if all(r[i] in v for i, v in wanted)]
+            order = merged[listing] if by_price else merged
+            return [make(r) for r in map(met.__getitem__, order.tolist()) if all(r[i] in v for i, v in wanted)]
 
     def _current_cache_key(self) -> str:
         """What the merged rows depend on: each source's newest complete snapshot (id, time, size)
@@ -698,8 +698,10 @@ class Store:
             pass
 
     def _merged_tuples(self, *, make: Callable[[tuple], tuple], gpus: Iterable[str] | None = None,
-                       providers: Iterable[str] | None = None, by_price: bool = False) -> list[tuple]:
-        """`current_offer_tuples` read and merged from the snapshots themselves."""
+                       providers: Iterable[str] | None = None, by_price: bool = False,
+                       unsorted: bool = False) -> list[tuple]:
+        """`current_offer_tuples` read and merged from the snapshots themselves (`unsorted`: see
+        `merge_current_rows`)."""
         from gpuplan.catalog.deployability import deployability_update as fill
 
         col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
@@ -747,7 +749,7 @@ class Store:
                                                      or tail_of(r)))
                                   for r in self.conn.execute(f"SELECT {cols} FROM offers WHERE {where} ORDER BY rowid",
                                                              args)]
-            rows = merge_current_rows(groups, by_price=by_price)
+            rows = merge_current_rows(groups, by_price=by_price, unsorted=unsorted)
             del groups
         return rows
 
@@ -1126,11 +1128,13 @@ def merge_current(groups: Mapping[str, list[Offer]]) -> list[Offer]:
     return out
 
 
-def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = False) -> list[tuple]:
+def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = False,
+                       unsorted: bool = False) -> list[tuple]:
     """`merge_current` over rows in OFFER_COLUMNS order (tuples, as_of a date): the same rows in the same
     order, read by position (a 10^6-offer store merges in seconds, not tens of seconds). `by_price`: then
     sorted as the catalog lists offers (per GPU-hour, then per node-hour; ties in merged order), in one
-    sort. Kept equal to `merge_current` by tests/test_planner_scale.py."""
+    sort. Kept equal to `merge_current` by tests/test_planner_scale.py. `unsorted`: in the order the
+    merge meets them (sorting by the merged key, stable, gives the merged order)."""
     col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
     key_of = operator.itemgetter(col["provider"], col["instance_type"], col["gpu"], col["gpus_per_node"],
                                  col["region"], col["pricing"], col["commitment_term_h"])
@@ -1139,17 +1143,22 @@ def merge_current_rows(groups: Mapping[str, list[tuple]], *, by_price: bool = Fa
     out = _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph)
     if out is None:
         out = _merge_rows_slow(groups, key_of, triple_of, i_conf, i_asof, i_pph)
+    if unsorted:
+        return out
     if by_price:
         return _sort_merged(out, *_merge_order())
     out.sort(key=_merge_order()[1])
     return out
 
 
+MERGED_ORDER_COLUMNS: tuple[str, ...] = ("provider", "gpu", "pricing", "price_per_gpu_hour_usd", "instance_type",
+                                         "region")  # the merged order: sorted by these, stable
+
+
 def _merge_order() -> tuple[dict, Callable]:
     """(column positions, the merged order's key) for `_sort_merged`."""
     col = {c: i for i, c in enumerate(OFFER_COLUMNS)}
-    return col, operator.itemgetter(col["provider"], col["gpu"], col["pricing"], col["price_per_gpu_hour_usd"],
-                                    col["instance_type"], col["region"])
+    return col, operator.itemgetter(*(col[c] for c in MERGED_ORDER_COLUMNS))
 
 
 def _merge_unique_keys(groups, key_of, triple_of, i_conf, i_asof, i_pph) -> list[tuple] | None:
