@@ -45,8 +45,9 @@ def test_price_spread_grows_with_age_and_weaker_sources():
     fresh = price_sigma(_offer())
     old = price_sigma(_offer(as_of=dt.date.today() - dt.timedelta(days=365)))
     blog = price_sigma(_offer(confidence="third-party"))
-    assert fresh < blog and fresh < old
-    assert old == pytest.approx(math.hypot(0.03, 0.30), rel=0.01)
+    feed = price_sigma(_offer(confidence="aggregated"))
+    assert fresh < feed < blog and fresh < old  # as CONFIDENCE_RANK orders them
+    assert old == pytest.approx(math.hypot(0.03, 0.60), rel=0.01)
 
 
 def test_band_brackets_the_expected_cost_and_widens_with_uncertainty():

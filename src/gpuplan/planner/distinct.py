@@ -53,12 +53,7 @@ def collapse_rows(order, keys, costs, wheres, tolerance: float | None = None, li
                 if abs(cj - ci) <= tol * max(abs(ci), 1e-9) and (match is None or rank[i] < rank[match]):
                     match = i
         if match is not None:
-            where = wheres[j]
-            lst = also.setdefault(match, [])
-            seen = listed.setdefault(match, set())
-            if where and where not in seen and where != wheres[match]:
-                lst.append(where)
-                seen.add(where)
+            _attach(j, match, wheres, also, listed)
             continue
         if firsts is None:
             firsts = first_of[k] = []
@@ -84,13 +79,18 @@ def _attach_rest(order, keys, costs, wheres, tol, first_of, also, listed) -> Non
         for i in firsts:  # in kept order: the earliest match wins
             ci = costs[i]
             if abs(cj - ci) <= tol * max(abs(ci), 1e-9):
-                where = wheres[j]
-                lst = also.setdefault(i, [])
-                seen = listed.setdefault(i, set())
-                if where and where not in seen and where != wheres[i]:
-                    lst.append(where)
-                    seen.add(where)
+                _attach(j, i, wheres, also, listed)
                 break
+
+
+def _attach(j: int, kept: int, wheres, also: dict, listed: dict) -> None:
+    """Row j is the same choice as the kept row: its place joins the kept row's 'also at' list."""
+    where = wheres[j]
+    lst = also.setdefault(kept, [])
+    seen = listed.setdefault(kept, set())
+    if where and where not in seen and where != wheres[kept]:
+        lst.append(where)
+        seen.add(where)
 
 
 def collapse(order, key_of, cost_of, where_of, tolerance: float = SAME_CHOICE_COST_TOLERANCE
