@@ -38,6 +38,7 @@ COLUMNS = [
     "source_mfu_or_tflops", "source",
     # added for issue #13
     "regime", "source_id", "source_date", "measured_tokens_per_s_per_gpu", "fsdp", "nvlink_domain", "lora_rank",
+    "lora_targets",
 ]
 
 # GPUs the catalog does not hold, described only for validation (TPU v4: 275 bf16 TFLOP/s,
@@ -413,6 +414,12 @@ LLAMA2-70B|llama-2-70b|LoRA|8|32|1|4096|2|4|2557
 NEMO_LONG = "https://github.com/NVIDIA/NeMo/blob/main/docs/source/performance/performance_long_sequence.md"
 # NeMo long-sequence tables (page version of May 2025, commit 19fadb67b0): seq (K), GPUs, batch size, TFLOP/s/GPU
 # without CP (best layout within memory, not printed), TP, PP, DP, CP, TFLOP/s/GPU with CP. "-" = could not run.
+# The May 2025 B200 table prints "# of GPUs" 8..1024, four times TP x PP x DP x CP of its own layouts; the page's
+# later revision (same file, B200 table with columns SeqLen, # of GPUs, Batch Size, TP, CP, DP, TFLOPS/GPU) prints
+# 2..256 GPUs, equal to TP x CP x DP, with the same TFLOP/s. The B200 counts are taken from that revision
+# (B200_GPUS_REVISED); the without-CP runs are read at the same count (the page compares per-GPU TFLOP/s at equal
+# counts). The H100 table's counts equal TP x PP x DP x CP and stand.
+B200_GPUS_REVISED = {8: 2, 16: 4, 32: 8, 64: 16, 128: 32, 256: 64, 512: 128, 1024: 256}
 NEMO_LONG_TABLES = {
     ("nemo-long-seq-h100-24.03", "2024-04", "llama-2-7b", "LLAMA2-7B", "H100-SXM", "NeMo 24.03.01, DGX-H100"): """
 4|4|1024|768|1|1|4|1|768
@@ -503,9 +510,12 @@ LLaMA V3.1 70B|llama-3.1-70b|64|8192|128|43332
 # benchmarks' shapes: Llama-2-70B LoRA on GovReport at seq 8192; GPT-3 175B at seq 2048; Llama 3.1 405B at seq 8192.
 # The per-submission global batch is not in vendor-runs.csv: assumed 8 (LoRA), 1536 (GPT-3) and 1152 (405B), the
 # reference implementations' values; the throughput compared is per sample, so the assumption mainly sets how
-# many micro-batches share one optimizer step.
+# many micro-batches share one optimizer step. The LoRA benchmark's adapters are fixed by its reference
+# (github.com/mlcommons/training llama2_70b_lora/run_llama_70B_scrolls_r16.sh: --lora_r 16
+# --lora_target_modules "qkv_proj,o_proj"): rank 16 on the attention projections only.
 MLPERF_SHAPES = {
-    "Llama-2-70B LoRA": dict(model_ref="llama-2-70b", method="lora", seq_len=8192, global_batch=8, lora_rank=16),
+    "Llama-2-70B LoRA": dict(model_ref="llama-2-70b", method="lora", seq_len=8192, global_batch=8, lora_rank=16,
+                             lora_targets="attention"),
     "GPT-3 175B": dict(model_ref="gpt-3-175b", method="full", seq_len=2048, global_batch=1536),
     "Llama 3.1 405B": dict(model_ref="llama-3.1-405b", method="full", seq_len=8192, global_batch=1152),
 }
@@ -582,14 +592,14 @@ def _base(**kw) -> dict:
 
 def _throughput_row(*, name, model_ref, gpu_id, n, prec, gbs, mbs, seq, tok_s_gpu, source, source_id, date,
                     notes, tp="", pp="", cp="", vp="", ep="", dp="", fsdp="", method="full", nvl="",
-                    inter=H100_NDR, lora_rank="") -> dict:
+                    inter=H100_NDR, lora_rank="", lora_targets="") -> dict:
     step = float(gbs) * float(seq) / (float(tok_s_gpu) * float(n))
     return _base(name=name, row_type="THROUGHPUT", model_ref=model_ref, gpu_id=gpu_id, gpu_count=n, precision=prec,
                  method=method, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep or 1, vp=vp or 1, micro_batch=mbs,
                  seq_len=seq, global_batch=gbs, inter_node_gbps=inter, step_time_s=round(step, 6),
                  step_time_basis="global batch x seq / (tokens/s/GPU x GPUs)",
                  measured_tokens_per_s_per_gpu=tok_s_gpu, source=source, source_id=source_id, source_date=date,
-                 notes=notes, fsdp=fsdp, nvlink_domain=nvl, lora_rank=lora_rank,
+                 notes=notes, fsdp=fsdp, nvlink_domain=nvl, lora_rank=lora_rank, lora_targets=lora_targets,
                  source_gpu=gpu_id, source_mfu_or_tflops=f"{tok_s_gpu} tokens/s/GPU")
 
 
@@ -636,16 +646,24 @@ def nemo_rows() -> list[dict]:
         out.append(_throughput_row(
             name=f"{name} {task} DGX-H100 FP8 (NeMo 24.07)", model_ref=ref, gpu_id="H100-SXM", n=int(n), prec="fp8",
             gbs=int(gbs), mbs=int(mbs), seq=int(seq), tok_s_gpu=float(tok), tp=tp, pp=pp, method=method,
-            lora_rank=16 if method == "lora" else "",
+            lora_rank=32 if method == "lora" else "", lora_targets="attention" if method == "lora" else "",
             source=f"THROUGHPUT. NVIDIA NeMo Framework performance summary, NeMo 24.07 fine-tuning, DGX-H100, FP8 "
                    f"({NEMO_2407}): {task}, SQuAD packed to {seq}, TP{tp} PP{pp} MBS{mbs} GBS{gbs}",
             source_id="nemo-perf-24.07-finetune", date="2024-07",
-            notes="fine-tuning; LoRA rank not printed: NeMo's default rank 16 assumed" if method == "lora"
+            notes=("fine-tuning; LoRA adapters not printed: NeMo's default PEFT config assumed "
+                   "(examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml: lora_tuning "
+                   "target_modules ['attention_qkv'], adapter_dim 32), read as rank 32 on the attention "
+                   "projections (qkv + output: the estimator's narrowest target set, pessimistic)")
+            if method == "lora"
             else "supervised fine-tuning (all weights trained)"))
     for (sid, date, ref, mname, gpu, cont), table in NEMO_LONG_TABLES.items():
         for line in table.strip().splitlines():
             k, n, gbs, nocp, tp, pp, dp, cp, tflops = [_cell(x).replace(",", "") for x in line.split("|")]
             seq = int(k) * 1024
+            n_printed = n
+            if gpu == "B200":
+                n = str(B200_GPUS_REVISED[int(n)])
+            assert int(n) == int(tp) * int(pp) * int(dp) * int(cp), (sid, k)
             common = dict(row_type="THROUGHPUT", model_ref=ref, gpu_id=gpu, gpu_count=int(n), precision="fp8",
                           micro_batch=1, seq_len=seq, global_batch=int(gbs), inter_node_gbps=H100_NDR,
                           flops_convention="nvidia (full attention)", source_id=sid, source_date=date, source_gpu=gpu,
@@ -654,6 +672,9 @@ def nemo_rows() -> list[dict]:
                    f"{cont}: seq {k}K on {n} GPUs, batch {gbs}")
             note = ("step time derived from TFLOP/s/GPU with NVIDIA's model-FLOP count (full attention, as NeMo "
                     "reports); micro batch 1 assumed")
+            if n != n_printed:
+                note += (f"; GPU count {n} = TP x PP x DP x CP from the page's later revision (May 2025 version "
+                         f"printed {n_printed})")
             out.append(_base(name=f"{mname} seq {k}K CP{cp} {gpu} FP8 (NeMo long sequence)", tp=tp, pp=pp, dp=dp,
                              cp=cp, measured_tflops_per_gpu=float(tflops), source_mfu_or_tflops=f"{tflops} TFLOP/s/GPU",
                              source=f"{src}, with CP: TP{tp} PP{pp} DP{dp} CP{cp}, {tflops} TFLOP/s/GPU", notes=note,
@@ -728,7 +749,7 @@ def mlperf_rows() -> list[dict]:
             model_ref=shape["model_ref"], gpu_id=r["gpu_id"], n=n, prec=r["precision"], gbs=gbs,
             mbs=lay.get("micro_batch", ""), seq=seq, tok_s_gpu=round(samples_s * seq / n, 3),
             tp=lay.get("tp", ""), pp=lay.get("pp", ""), cp=lay.get("cp", ""), method=shape["method"],
-            lora_rank=shape.get("lora_rank", ""), nvl=nvl if r["gpu_id"] in ("GB200", "GB300") else "",
+            lora_rank=shape.get("lora_rank", ""), lora_targets=shape.get("lora_targets", ""), nvl=nvl if r["gpu_id"] in ("GB200", "GB300") else "",
             source=f"THROUGHPUT. {r['benchmark']}, {r['scenario']} ({r['source']}); {r['metric']} {r['measured']} "
                    f"as normalized in vendor-runs.csv row {r['row_id']}",
             source_id=r["source_id"], date=r["date"],

@@ -12,8 +12,9 @@ one benchmark table do not drown the others:
 - layer_overhead_us: fixed time per layer and micro-batch (kernel launches, small kernels);
 - attn_ratio: attention kernels' efficiency relative to the GEMMs;
 - lowp_fp8: share of the GEMM efficiency 8-bit GEMMs keep against their doubled peak;
-- tp_exposed, ep_exposed, cp_exposed: shares of TP collectives, MoE all-to-all and the context-
-  parallel ring left on the critical path;
+- tp_exposed, cp_exposed: shares of TP collectives and the context-parallel ring left on the
+  critical path; ep_exposed: the share of the MoE all-to-all that never hides (the rest overlaps one
+  micro-batch's compute, and what exceeds that compute is exposed as well);
 - moe_imbalance: busiest expert-parallel rank over the mean;
 - moe_layer_overhead_us: fixed time per MoE layer and micro-batch (router/permute kernels, host sync).
 
@@ -105,8 +106,9 @@ def main(argv: list[str]) -> int:
                  "data/training-runs.csv (THROUGHPUT rows, each regime weighted equally; goodput on FULL rows). "
                  "eta = eta_max * lowp_ratio / (1 + h_half / hidden); GEMMs over M token rows run 1 + m_half / M "
                  "slower (routed experts: M = tokens per expert per micro-batch); attention at attn_ratio of the "
-                 "GEMM efficiency; layer_overhead_us per layer and micro-batch; tp/ep/cp_exposed: shares of "
-                 "collectives on the critical path; moe_imbalance: busiest expert rank / mean; goodput(n) = "
+                 "GEMM efficiency (FlashAttention backward = 2.5 forward passes); layer_overhead_us per layer and "
+                 "micro-batch; tp/cp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
+                 "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; goodput(n) = "
                  "goodput_base / (1 + n * lost_h_per_failure / gpu_h_per_failure). Other parameters are fixed "
                  "defaults (see gpuplan.perf.efficiency)."),
         "source": f"fitted {dt.date.today().isoformat()} on {len(used)} rows",

@@ -34,6 +34,9 @@ sequence); the bf16 control -4.8% -> +12.2%; the FP8 kernel alone +2.6% -> -17.7
 rows pull lowp to 1.0 where this H100 reaches 0.82); eager FP8 steps still 2.2x optimistic
 (-54.9%). The published-row fit and these held-out single-GPU rows disagree on small shapes;
 both are reported, neither is tuned to the other.
+Third refit (2026-11-23: FlashAttention backward counted as 2.5 forward passes, EP all-to-all hidden behind
+compute up to it, corrected B200 long-sequence GPU counts and LoRA adapter sets): every group stayed within
+PIN_TOL except the bf16 control's worst row, +19.4% -> +14.9% (median +12.2% -> +10.5%).
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -67,7 +70,7 @@ PINS = [
     ("fp8", -54.9, -58.2),
     ("fp8_speedup_eager", -60.7, -63.3),
     ("fp8_speedup_compile", -26.7, -31.7),
-    ("fp8_bf16_ref", 12.2, 19.4),
+    ("fp8_bf16_ref", 10.5, 14.9),  # worst 19.4 -> 14.9 after the 2026-11-23 third refit (see docstring)
     ("fp8_gemm", -17.7, -30.0),
     ("fp8_gemm_cast", -71.8, -90.9),
 ]

@@ -171,3 +171,32 @@ def test_default_count_is_efficient_not_a_deadline_artefact():
     sensible = estimate_training("llama-3.1-8b", wl8, "H100", n_runners_up=0)
     fast = estimate_training("llama-3.1-8b", wl8, "H100", deadline_days=2, n_runners_up=0)
     assert fast.wall_days <= 2 < sensible.wall_days and fast.n_gpus > sensible.n_gpus
+
+
+def test_flash_attention_backward_recomputes_the_scores():
+    """FlashAttention's backward is 2.5 forward passes (QK^T rerun + dV, dP, dQ, dK): 3.5 in all, 4.5 with full
+    recompute; materialized attention 3 (4 when selective recompute reruns the core)."""
+    from gpuplan.perf.training_flops import attention_forward_flops_per_token
+    from gpuplan.perf.training_time import compute_flops_parts
+
+    shape = model_shape(get_preset("llama-3.1-8b"))
+    fwd = attention_forward_flops_per_token(shape, 8192, "causal")
+    flash = compute_flops_parts(shape, pretraining(1e12, seq_len=8192))[:, 2] / fwd
+    plain = compute_flops_parts(shape, pretraining(1e12, seq_len=8192, flash_attention=False))[:, 2] / fwd
+    assert flash.tolist() == pytest.approx([3.5, 3.5, 4.5])
+    assert plain.tolist() == pytest.approx([3.0, 4.0, 4.0])
+
+
+def test_all_to_all_hides_behind_compute_only_up_to_it():
+    """The EP all-to-all overlaps one micro-batch's compute: slow fabric exposes the excess, never less than the
+    ep_exposed share; sequence parallelism splits the dispatched tokens over the TP ranks."""
+    wl = pretraining(1e12, seq_len=4096)
+    fast = _step("gpt-oss-120b", wl, d=64, e=64, b=4, gpn=8, inter=50e9)
+    slow = _step("gpt-oss-120b", wl, d=64, e=64, b=4, gpn=8, inter=5e9)
+    per_mb = lambda r: float(r["ep"]) / float(r["micro_batches"])  # noqa: E731
+    compute_mb = float(slow["compute"]) / float(slow["micro_batches"])
+    assert per_mb(slow) > 3 * per_mb(fast) > 0
+    assert per_mb(slow) > 0.5 * compute_mb  # far more traffic than compute: most of it shows
+    tp1 = _step("deepseek-v3", wl, t=1, p=8, d=16, e=16, gpn=8)
+    tp2 = _step("deepseek-v3", wl, t=2, p=8, d=8, e=8, gpn=8)
+    assert per_mb(tp2) < per_mb(tp1)

@@ -17,7 +17,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
   inter-node fabric otherwise), `tp_exposed` of it on the critical path;
 - EP all-to-all: dispatch + combine of b·s·h·2·k per MoE layer, backward doubles it; peers in the
-  node over NVLink, the rest over the NIC (the slower share sets the time), `ep_exposed` of it;
+  node over NVLink, the rest over the NIC (the slower share sets the time); overlapped with one
+  micro-batch's compute, what exceeds it is exposed, and never less than `ep_exposed` of it;
 - CP ring attention: (c-1) K/V block exchanges per layer, each hidden behind attention on one
   block except for `cp_exposed` of it;
 - PP: activations b·s·h·2/t each way per micro-batch and stage boundary;
@@ -230,7 +231,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         attn_rate = rate / attn_slow
     else:
         attn_rate = rate
-    attn_layer = parts_tok[0, 2] / 3.0 / L * tokens_mb / (t * c) / attn_rate  # forward, one layer, this GPU
+    attn_fwd_tok = parts_tok[0, 2] / (3.5 if wl.flash_attention else 3.0)  # forward attention FLOPs per token
+    attn_layer = attn_fwd_tok / L * tokens_mb / (t * c) / attn_rate  # forward, one layer, this GPU
     attn_step = attn_layer / c
     exposed_fwd = np.maximum(eff.cp_exposed * comm_step, comm_step - attn_step)
     exposed_bwd = np.maximum(eff.cp_exposed * 2.0 * comm_step, 2.0 * comm_step - 2.5 * attn_step)
@@ -241,10 +243,15 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     moe_layers = lps * shape.n_moe_layers / L
     e_local = np.clip(np.floor(gpn / (t * c)), 1.0, e)
     nvl = np.where(e_local * t * c <= feats.scaleup_domain, feats.scaleup_bytes_s, feats.pcie_bytes_s)
-    a2a_bytes = act_bytes * shape.top_k
+    # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
+    a2a_bytes = act_bytes * shape.top_k / t
     a2a = np.maximum(a2a_bytes * (e_local - 1) / e / nvl, a2a_bytes * (e - e_local) / e / inter)
     ep_one = 2.0 * a2a + 2 * np.where(e > e_local, lat_out, lat_in)
-    ep = np.where(e > 1, eff.ep_exposed * m * moe_layers * 2.0 * ep_one, 0.0)
+    # Frameworks overlap the all-to-all with another micro-batch's (or chunk's) compute (Megatron's EP
+    # communication overlap, DeepSeek's DualPipe): it hides behind at most one micro-batch's compute, and
+    # `ep_exposed` of it never hides (launch, synchronisation, contention with the GEMMs).
+    ep_mb = moe_layers * 2.0 * ep_one
+    ep = np.where(e > 1, m * np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), 0.0)
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d)
     bw_pp = np.minimum(bw_pp, np.where(t * c * d >= gpn, inter, bw_pp))
@@ -329,7 +336,8 @@ def compute_flops_parts(shape: ModelShape, wl: TrainingWorkload, lora_phi: float
     full recompute. LoRA/QLoRA skip the frozen weights' gradients (two passes) but the memory-bound
     share of the step runs as in full training, so a share `lora_phi` of the skipped pass is kept
     (TrainingEfficiency.memory_bound_share). The attention core has
-    no weights: its backward (dQ, dK, dV) runs in every method. Causal attention as the kernels run it.
+    no weights: its backward (dQ, dK, dV) runs in every method. Causal attention as the kernels run it; with
+    FlashAttention the backward recomputes the scores (2.5 forward passes).
     """
     from gpuplan.perf.training_flops import attention_forward_flops_per_token
 
@@ -342,7 +350,10 @@ def compute_flops_parts(shape: ModelShape, wl: TrainingWorkload, lora_phi: float
     else:
         passes = np.array([2.0, 2.0, 3.0]) + lora_phi
         extra = (1.0 - lora_phi) * 6.0 * shape.adapter_params(wl.lora_rank, wl.lora_targets)
-    attn_passes = np.array([3.0, 3.0 + (0.0 if wl.flash_attention else 1.0), 4.0])
+    # FlashAttention's backward recomputes the score matrix QK^T before dV, dP, dQ, dK: 5 matmuls against the
+    # forward's 2, i.e. 2.5 forward passes (Dao 2022/2023), so fwd + bwd = 3.5 passes (+1 with full recompute).
+    # Materialized attention keeps the scores: 3 passes, 4 when selective recompute reruns the core.
+    attn_passes = np.array([3.5, 3.5, 4.5]) if wl.flash_attention else np.array([3.0, 4.0, 4.0])
     return np.stack([other * passes + extra, routed * passes, attn_fwd * attn_passes], axis=1)
 
 
