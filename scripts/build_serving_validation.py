@@ -115,6 +115,19 @@ SOURCES = {
                                "Intel Gaudi 3 model performance data, LLM throughput (Optimum-Habana, SynapseAI 1.18.0)", "2024-10"),
     "intel-gaudi2-perf-1.18": ("https://intel.com/content/www/us/en/developer/platform/gaudi/model-performance-gaudi2-inference.html",
                                "Intel Gaudi 2 model performance data, LLM throughput (Optimum-Habana, SynapseAI 1.18.0)", "2024-10"),
+    "trtllm-perf-v1.2": ("https://github.com/NVIDIA/TensorRT-LLM/blob/03e27c7d5ff0c6e89f8328838c0a8e64f1b34f9d/docs/source/developer-guide/perf-overview.md",
+                         "TensorRT-LLM performance overview as published for release 1.2.0 "
+                         "(https://nvidia.github.io/TensorRT-LLM/1.2.0/developer-guide/perf-overview.html): trtllm-bench throughput, "
+                         "PyTorch backend, fixed ISL/OSL, 'Per GPU Output Throughput'; DEPn = attention DP + EP over n GPUs", "2025-10 or later"),
+    "gpustack-gpt-oss-20b-h100": ("https://github.com/gpustack/gpustack/blob/7b50d5067ddbdeba0739e7f72d6f40e53d3b9a04/docs/performance-lab/gpt-oss-20b/h100.md",
+                                  "GPUStack performance lab, GPT-OSS-20B on one H100 SXM: 'Baseline benchmark results' (vllm serve "
+                                  "openai/gpt-oss-20b, vLLM v0.11.0 defaults; vllm bench serve, random dataset, all prompts sent at once)", "2025"),
+    "gpustack-gpt-oss-20b-a100": ("https://github.com/gpustack/gpustack/blob/7ae332aaf05783e657560ef927c527b156e2536d/docs/performance-lab/gpt-oss-20b/a100.md",
+                                  "GPUStack performance lab, GPT-OSS-20B on one A100 SXM 80GB: 'Baseline benchmark results' (vllm serve "
+                                  "openai/gpt-oss-20b, vLLM v0.11.0 defaults; vllm bench serve, random dataset, all prompts sent at once)", "2025"),
+    "trtllm-perf-v0.14": ("https://github.com/arthurrasmusson/TensorRT-LLM/blob/e00d4e6564921307dd264b61fe1d46f116095e0e/docs/source/performance/perf-overview.md",
+                          "TensorRT-LLM performance overview, throughput table 'generated using version 0.14.0' (engine flow, "
+                          "in-flight batching, tokens/s); read from a fork's copy of NVIDIA's doc", "2024-11"),
 }
 
 # source_id|model|gpu|n_gpus|tp|ep|attn_dp|precision|kv|engine|scenario|isl|osl|conc|max_num_seqs|out_tok_s|ttft_ms|tpot_ms|notes
@@ -233,6 +246,76 @@ trtllm-perf-v1.0|llama-3.3-70b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|20000
 trtllm-perf-v1.0|llama-3.1-405b|B200|4|4|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||672|||NVFP4 checkpoint (fp8 KV)
 trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|2048|128|||393|||RTX PRO 6000 Server Edition table, 1 GPU TP1 PP1; NVFP4
 trtllm-perf-v1.0|llama-3.3-70b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|20000|2000|||142|||RTX PRO 6000 Server Edition table, 1 GPU TP1 PP1; NVFP4
+trtllm-perf-v1.2|gpt-oss-120b|B200|2|2|2|1|fp4|fp8|trtllm|max_throughput|1000|1000|||51886|||DEP2; 25,943/GPU x 2; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-120b|B200|2|2|2|1|fp4|fp8|trtllm|max_throughput|1024|8192|||34578|||DEP2; 17,289/GPU x 2; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-120b|B200|2|2|2|1|fp4|fp8|trtllm|max_throughput|8192|1024|||12222|||DEP2; 6,111/GPU x 2; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-120b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||27198|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-120b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||6835|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-120b|H200-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|1000|1000|||6868|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-120b|H200-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|8192|1024|||1828|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-120b|H100-SXM|4|4|4|1|int4|bf16|trtllm|max_throughput|1000|1000|||18740|||DEP4; 4,685/GPU x 4; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-120b|H100-SXM|4|4|4|1|int4|bf16|trtllm|max_throughput|8192|1024|||4676|||DEP4; 1,169/GPU x 4; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-20b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||53812|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-20b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1024|8192|||34702|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-20b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||11904|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-20b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||55823|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-20b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||12941|||TP1; gpt-oss checkpoint (MXFP4 experts) on Blackwell 4-bit tensor cores, fp8 KV per the doc's options
+trtllm-perf-v1.2|gpt-oss-20b|H200-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|1000|1000|||13858|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-20b|H200-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|8192|1024|||4015|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|1000|1000|||11557|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|trtllm|max_throughput|8192|1024|||3366|||TP1; gpt-oss checkpoint: MXFP4 experts run weight-only on Hopper (no 4-bit tensor cores; the table labels the column FP8), KV auto (bf16)
+trtllm-perf-v1.2|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||26971|||TP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1024|8192|||13497|||TP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||5735|||TP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||22856|||TP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|GB200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||6201|||TP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||9938|||RTX PRO 6000 Server table, TP1 PP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|1024|8192|||3621|||RTX PRO 6000 Server table, TP1 PP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||1914|||RTX PRO 6000 Server table, TP1 PP1; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|2|2|2|1|fp4|fp8|trtllm|max_throughput|1000|1000|||16818|||RTX PRO 6000 Server table, DEP2 PP1; 8,409/GPU x 2; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|2|2|2|1|fp4|fp8|trtllm|max_throughput|1024|8192|||7154|||RTX PRO 6000 Server table, DEP2 PP1; 3,577/GPU x 2; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|8|8|8|1|fp4|fp8|trtllm|max_throughput|1000|1000|||31880|||RTX PRO 6000 Server table, DEP8 PP1; 3,985/GPU x 8; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-30b-a3b|RTX-PRO-6000|8|8|8|1|fp4|fp8|trtllm|max_throughput|1024|8192|||19248|||RTX PRO 6000 Server table, DEP8 PP1; 2,406/GPU x 8; nvidia/Qwen3-30B-A3B-FP4 (NVFP4, fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|1000|1000|||23056|||DEP4; 5,764/GPU x 4; nvidia/Qwen3-235B-A22B-FP4 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|8192|1024|||5640|||DEP4; 1,410/GPU x 4; nvidia/Qwen3-235B-A22B-FP4 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|GB200|4|4|4|1|fp4|fp8|trtllm|max_throughput|1000|1000|||24688|||DEP4; 6,172/GPU x 4; nvidia/Qwen3-235B-A22B-FP4 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|H200-SXM|4|4|4|1|fp8|fp8|trtllm|max_throughput|1000|1000|||13152|||DEP4; 3,288/GPU x 4; nvidia/Qwen3-235B-A22B-FP8 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|H200-SXM|4|4|4|1|fp8|fp8|trtllm|max_throughput|8192|1024|||2508|||DEP4; 627/GPU x 4; nvidia/Qwen3-235B-A22B-FP8 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|H100-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||15456|||DEP8; 1,932/GPU x 8; nvidia/Qwen3-235B-A22B-FP8 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|qwen3-235b-a22b|RTX-PRO-6000|8|8|8|1|fp4|fp8|trtllm|max_throughput|1000|1000|||7752|||DEP8; 969/GPU x 8; nvidia/Qwen3-235B-A22B-FP4 (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|llama-4-maverick|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|1000|1000|||45348|||DEP4; 11,337/GPU x 4; NVIDIA FP4 checkpoint (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|llama-4-maverick|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|8192|1024|||13116|||DEP4; 3,279/GPU x 4; NVIDIA FP4 checkpoint (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|llama-4-maverick|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||33168|||DEP8; 4,146/GPU x 8; NVIDIA FP8 checkpoint (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|llama-4-maverick|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|8192|1024|||10208|||DEP8; 1,276/GPU x 8; NVIDIA FP8 checkpoint (fp8 KV as the v1.0 rows)
+trtllm-perf-v1.2|deepseek-v3|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|1000|1000|||25852|||DeepSeek-R1-0528 (DeepSeek-V3 shape); DEP4; 6,463/GPU x 4; fp8 KV per the doc's options
+trtllm-perf-v1.2|deepseek-v3|B200|4|4|4|1|fp4|fp8|trtllm|max_throughput|8192|1024|||4672|||DeepSeek-R1-0528 (DeepSeek-V3 shape); DEP4; 1,168/GPU x 4; fp8 KV per the doc's options
+trtllm-perf-v1.2|deepseek-v3|H200-SXM|8|8|8|1|fp8|fp8|trtllm|max_throughput|1000|1000|||13016|||DeepSeek-R1-0528 (DeepSeek-V3 shape); DEP8; 1,627/GPU x 8; fp8 KV per the doc's options
+trtllm-perf-v1.2|llama-3.3-70b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|1000|1000|||6920|||TP1; 6,920/GPU x 1; NVIDIA FP4 checkpoint (fp8 KV)
+trtllm-perf-v1.2|llama-3.3-70b|B200|1|1|1|0|fp4|fp8|trtllm|max_throughput|8192|1024|||1362|||TP1; 1,362/GPU x 1; NVIDIA FP4 checkpoint (fp8 KV)
+trtllm-perf-v1.2|llama-3.3-70b|H200-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||5174|||TP2; 2,587/GPU x 2; NVIDIA FP8 checkpoint (fp8 KV)
+trtllm-perf-v1.2|llama-3.3-70b|H200-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|8192|1024|||1074|||TP2; 537/GPU x 2; NVIDIA FP8 checkpoint (fp8 KV)
+trtllm-perf-v1.2|llama-3.3-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||4418|||TP2; 2,209/GPU x 2; NVIDIA FP8 checkpoint (fp8 KV)
+trtllm-perf-v1.2|llama-3.3-70b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|8192|1024|||796|||TP2; 398/GPU x 2; NVIDIA FP8 checkpoint (fp8 KV)
+trtllm-perf-v0.14|mixtral-8x7b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||40573.0499|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H200-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||18712.2046|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H200-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||32834.0923|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H200-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||44410.7533|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H100-SXM|2|2|1|0|fp8|fp8|trtllm|max_throughput|2048|128|||2883.5166|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|2048|128|||6532.721|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H100-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|128|2048|||40668.5928|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|H100-SXM|4|4|1|0|fp8|fp8|trtllm|max_throughput|500|2000|||31693.8787|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x7b|A100-80GB-SXM|8|8|1|0|fp16|fp16|trtllm|max_throughput|1000|1000|||13948.1533|||FP16 engine; experts tensor-parallel
+trtllm-perf-v0.14|mixtral-8x7b|L40S|4|4|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||5060.8399|||FP8 engine (fp8 KV); PCIe, no NVLink; experts tensor-parallel
+trtllm-perf-v0.14|mixtral-8x22b|H200-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|1000|1000|||18557.43|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+trtllm-perf-v0.14|mixtral-8x22b|H100-SXM|8|8|1|0|fp8|fp8|trtllm|max_throughput|2048|128|||2917.1362|||FP8 engine (fp8 KV); experts tensor-parallel (engine build, no EP)
+gpustack-gpt-oss-20b-h100|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|2000|94|500||1443.44|||vLLM bench: 500 prompts at once (request rate inf), so concurrency = 500; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (47022/500), rounded; output tok/s as printed; MXFP4 experts run weight-only on Hopper (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-h100|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|4000|105|500||847.43|||vLLM bench: 500 prompts at once (request rate inf), so concurrency = 500; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (52309/500), rounded; output tok/s as printed; MXFP4 experts run weight-only on Hopper (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-h100|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|32000|94|100||86.62|||vLLM bench: 100 prompts at once (request rate inf), so concurrency = 100; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (9350/100), rounded; output tok/s as printed; MXFP4 experts run weight-only on Hopper (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-h100|gpt-oss-20b|H100-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|128|4|1000||851.04|||SKIP: 4-token outputs at ~200 requests/s: bound by per-request HTTP, tokenizer and scheduler work outside the GPU model
+gpustack-gpt-oss-20b-a100|gpt-oss-20b|A100-80GB-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|2000|94|500||813.35|||vLLM bench: 500 prompts at once (request rate inf), so concurrency = 500; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (47224/500), rounded; output tok/s as printed; MXFP4 experts run weight-only on Ampere (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-a100|gpt-oss-20b|A100-80GB-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|4000|107|500||415.64|||vLLM bench: 500 prompts at once (request rate inf), so concurrency = 500; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (53530/500), rounded; output tok/s as printed; MXFP4 experts run weight-only on Ampere (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-a100|gpt-oss-20b|A100-80GB-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|32000|95|100||21.62|||vLLM bench: 100 prompts at once (request rate inf), so concurrency = 100; random outputs stop early (no --ignore-eos): output_len = printed generated tokens / requests (9533/100), rounded; output tok/s as printed; MXFP4 experts run weight-only on Ampere (int4 here), KV auto (bf16)
+gpustack-gpt-oss-20b-a100|gpt-oss-20b|A100-80GB-SXM|1|1|1|0|int4|bf16|vllm|fixed_concurrency|128|4|1000||735.4|||SKIP: 4-token outputs at ~200 requests/s: bound by per-request HTTP, tokenizer and scheduler work outside the GPU model
 """
 
 

@@ -7,6 +7,7 @@ eta_c, the NVLink all-reduce latency, a per-step overhead, a per-layer kernel fl
 decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert, a
 router/permutation time per token-expert pair, the expert-parallel routing skew, and the
 speeds of vLLM and of the static-batch engine (Optimum-Habana) relative to TensorRT-LLM.
+Nelder-Mead restarts from its best point (--restarts) until a pass gains < 0.1 %.
 Nothing is fitted per model or per row. Writes
 src/gpuplan/perf/data/inference-efficiency.json with the parameters and the in-sample errors;
 benchmarks/validate_serving.py measures leave-one-source-out and writes the error bands.
@@ -27,13 +28,14 @@ OUT = ROOT / "src/gpuplan/perf/data/inference-efficiency.json"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=300, help="Nelder-Mead iterations per pass (two passes)")
+    ap.add_argument("--iters", type=int, default=300, help="Nelder-Mead iterations per pass")
+    ap.add_argument("--restarts", type=int, default=4, help="further passes from the best point (stop when one gains < 0.1%%)")
     args = ap.parse_args(argv)
     from gpuplan.perf import inference_validation as v
     from gpuplan.perf.engines import _UNFITTED, Efficiency
 
     start = Efficiency(**{k: val for k, val in _UNFITTED.items()})
-    eff = v.fit(start=start, iters=args.iters)
+    eff = v.fit(start=start, iters=args.iters, restarts=args.restarts)
     ins = v.errors(eff)
     params = {
         "eta_bw": round(eff.eta_bw, 4), "eta_c": round(eff.eta_c, 4),
@@ -55,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
                  "decode weight stream's share of eta_bw (CUDA-graph decode, no engine factor); moe_half_tokens: "
                  "tokens per touched expert at which grouped expert GEMMs reach half of eta_c; moe_pair_overhead_ns: "
                  "router/permutation time per token-expert pair per MoE layer; layer_overhead_us: kernel floor per layer per step "
-                 "(CUDA-graph decode); ep_hot_excess: extra load of the busiest expert-parallel GPU from skewed "
-                 "routing (x (1 - 1/ep)); lowp_gemm_ratio (not fitted, "
+                 "(CUDA-graph decode); ep_hot_excess: coefficient of variation of expert popularity; the busiest of "
+                 "ep GPUs holding E/ep experts each carries 1 + ep_hot_excess x sqrt(ep/E) x sqrt(2 ln ep) of the mean "
+                 "load (at most 1.5: a physical ceiling); lowp_gemm_ratio (not fitted, "
                  "formulas.md \u00a75): share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: "
                  "speed of the per-token work relative to TensorRT-LLM (reference, 1.0); continuous-batching engines "
                  "without rows (SGLang) run at the mean of vLLM and TensorRT-LLM."),

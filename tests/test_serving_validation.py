@@ -34,10 +34,18 @@ PINNED = [
     ("dense_latency", ("trtllm-serving-v0.14", "llama-3.1-70b", "H200-SXM", "467", "16", "1"), "tpot_ms", 0.30),
     ("dense_latency", ("kipply-fastertransformer", "gpt-13b-fastertransformer", "A100-40GB-SXM", "512", "10", "1", "2"),
      "tpot_ms", 0.30),
+    ("dense_latency", ("trtllm-serving-v0.14", "llama-3.1-70b", "H100-SXM", "467", "16", "1"), "ttft_ms", 0.30),
     ("moe_small_active", ("trtllm-perf-v0.17", "mixtral-8x7b", "H100-SXM", "1000", "1000", "", "2"), "output_tokens_per_s", 0.40),
     ("moe_small_active", ("trtllm-perf-v1.0", "qwen3-30b-a3b", "RTX-PRO-6000", "1000", "1000", "", "1"), "output_tokens_per_s", 0.40),
+    ("moe_small_active", ("trtllm-perf-v1.2", "gpt-oss-20b", "B200", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("moe_small_active", ("trtllm-perf-v1.2", "qwen3-30b-a3b", "RTX-PRO-6000", "1000", "1000", "", "2"),
+     "output_tokens_per_s", 0.40),
+    ("moe_small_active", ("trtllm-perf-v0.14", "mixtral-8x7b", "H200-SXM", "1000", "1000", "", "8"), "output_tokens_per_s", 0.30),
+    ("moe_small_active", ("gpustack-gpt-oss-20b-h100", "gpt-oss-20b", "H100-SXM", "2000", "94", "500"), "output_tokens_per_s", 0.30),
     ("moe_large", ("trtllm-perf-v1.0", "qwen3-235b-a22b", "H200-SXM", "1000", "1000"), "output_tokens_per_s", 0.40),
     ("moe_large", ("trtllm-perf-v1.0", "llama-4-maverick", "B200", "1000", "1000"), "output_tokens_per_s", 0.40),
+    ("moe_large", ("trtllm-perf-v1.2", "deepseek-v3", "B200", "1000", "1000"), "output_tokens_per_s", 0.25),
+    ("moe_large", ("trtllm-perf-v1.2", "qwen3-235b-a22b", "B200", "8192", "1024"), "output_tokens_per_s", 0.30),
     ("amd", ("amd-rocm-perf-2025-10", "llama-3.1-70b", "MI300X", "2048", "2048"), "output_tokens_per_s", 0.30),
     ("amd", ("amd-rocm-perf-2025-10", "llama-3.1-70b", "MI300X", "128", "2048", "1"), "tpot_ms", 0.40),
     ("gaudi", ("intel-gaudi3-perf-1.18", "llama-3.1-70b", "Gaudi3", "128", "2048", "600"), "output_tokens_per_s", 0.25),
@@ -105,7 +113,8 @@ def test_parameters_are_few_and_physical():
     assert 0.5 <= eff.eta_bw <= v.ETA_BW_MAX and 0.3 <= eff.eta_c <= 0.9
     assert eff.eta_bw * eff.latency_factor <= 1.0 + 1e-9
     assert 0 < eff.allreduce_latency_us < 60 and 0 <= eff.step_overhead_ms < 10 and 0 <= eff.layer_overhead_us < 200
-    assert 1 <= eff.moe_half_tokens <= 512 and 0 <= eff.moe_pair_overhead_ns <= 200 and 0 <= eff.ep_hot_excess <= 1.5
+    assert 1 <= eff.moe_half_tokens <= 512 and 0 <= eff.moe_pair_overhead_ns <= 200
+    assert 0 <= eff.ep_hot_excess <= v.EP_SKEW_MAX <= 1.5  # CV of expert popularity: a physical ceiling
     assert set(eff.engine_factor) <= {"vllm", "sglang", "trtllm", "optimum-habana"} and eff.engine_factor["trtllm"] == 1.0
     assert len(v._NAMES) <= 11
 
@@ -124,6 +133,25 @@ def test_leave_one_source_out_never_fits_on_the_held_out_source(monkeypatch):
     assert len(seen) == len(sources)
     for held, used in zip(sources, seen):
         assert held not in used
+    assert len(out) == len(v.usable_rows())
+
+
+def test_leave_one_family_out_holds_out_every_version_of_a_table(monkeypatch):
+    seen = []
+
+    def fake_fit(rows, start=None, iters=0, restart=True):
+        seen.append({r["source_id"] for r in rows})
+        return start
+
+    monkeypatch.setattr(v, "fit", fake_fit)
+    monkeypatch.setattr(v, "errors", lambda eff, rows: [{"source_id": r["source_id"]} for r in rows])
+    out = v.leave_one_source_out(fitted_efficiency(), by_family=True)
+    fams = sorted({v.source_family(r["source_id"]) for r in v.usable_rows()})
+    assert len(seen) == len(fams) < len({r["source_id"] for r in v.usable_rows()})
+    for fam, used in zip(fams, seen):
+        assert not any(v.source_family(sid) == fam for sid in used)
+    # TensorRT-LLM's v1.0 and v1.2 tables re-measure the same setups: one family, held out together.
+    assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
     assert len(out) == len(v.usable_rows())
 
 

@@ -57,8 +57,9 @@ class Efficiency:
     # layer's dozen kernels still has a minimum duration; this is what keeps concurrency-1 TPOT above the
     # weight stream on deep models (it scales with layers, not with the batch or the GPU).
     layer_overhead_us: float = 0.0
-    # Expert-parallel routing is not uniform: the busiest GPU carries (1 + ep_hot_excess x (1 - 1/ep)) of the mean
-    # token-expert pairs before sampling noise (no expert-load balancer assumed).
+    # Expert-parallel routing is not uniform: ep_hot_excess is the spread (coefficient of variation) of expert
+    # popularity; the busiest of ep GPUs carries about 1 + c x sqrt(ep / experts) x sqrt(2 ln ep) of the mean
+    # token-expert pairs before sampling noise (no expert-load balancer assumed; inference_timing.py).
     ep_hot_excess: float = 0.0
     source: str = "unfitted defaults"
 

@@ -166,6 +166,9 @@ class _Replica:
         dense_read = mem.weight_bytes(shape, wf.bytes_per_param) - shape.routed_expert_params * wf.bytes_per_param
         dense_read -= shape.input_embedding_params * mem.EMBEDDING_BYTES_PER_PARAM  # lookup, not a GEMM
         dense_read = dense_read if dp_attention and shape.n_experts else dense_read / tp
+        gemm_rate = gemm_peak * 1e12 * eff.eta_c * af * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0)
+        bf16_rate = gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af
+        dense_rate = bf16_rate if mem.dense_bytes_per_param(shape, wf.bytes_per_param) != wf.bytes_per_param else gemm_rate
         self.steps = StepModel(
             shape=shape, tp=tp, dp_attention=dp_attention, ep=ep, nvlink=gpu.nvlink_gbps > 0,
             latency_factor=eff.latency_factor, moe_half_tokens=eff.moe_half_tokens,
@@ -174,8 +177,8 @@ class _Replica:
             weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
             kv_bytes_per_token_gpu=self.kv_bytes_token_gpu,
             bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw * af,
-            gemm_flops_s=gemm_peak * 1e12 * eff.eta_c * af * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0),
-            attn_flops_s=gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af,
+            gemm_flops_s=gemm_rate, dense_flops_s=dense_rate, head_flops_s=bf16_rate,
+            attn_flops_s=bf16_rate,
             allreduce_latency_s=lat, link_bytes_s=link * ic["link_efficiency"],
             engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
         )
@@ -217,6 +220,9 @@ class _Replica:
         n_chunks = np.ceil(isl / chunk)
         ttft = n_chunks * self.steps.step_time_s(others, isl / n_chunks, ctx, isl / 2.0)
         tpot = self.steps.step_time_s(b, others * isl / osl, ctx, isl / 2.0)
+        # A request that arrives while others run waits for the iteration in flight to end before its
+        # prompt is scheduled: half an iteration on average (none when it runs alone).
+        ttft = ttft + 0.5 * np.minimum(others, 1.0) * tpot
         return ttft, tpot
 
     def cycle_s(self, b: np.ndarray, isl: int, osl: int) -> np.ndarray:
@@ -380,9 +386,15 @@ def estimate_serving(
                             if shape.local_window and shape.n_local_layers else None),
         "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
         "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
-        "ttft": "prefill in chunks next to running decodes; closed loop, queueing only beyond max concurrency",
+        "ttft": ("prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
+                 "closed loop, queueing only beyond max concurrency"),
+        "output_head": "16-bit, run for sampled tokens only, at bf16 rate",
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
-                        "of eta_c for t tokens per expert; EP load imbalance (1 + hot excess)m + sqrt(2 m ln ep)") if shape.n_experts else None,
+                        "of eta_c for t tokens per expert; EP load of the busiest GPU 1 + c*sqrt(ep/E)*sqrt(2 ln ep) "
+                        "+ sqrt(2 ln ep / m), c = ep_hot_excess (CV of expert popularity); all-to-all sends a token once "
+                        "per other GPU holding one of its experts"
+                        + ("; non-expert weights 16-bit (native 4-bit checkpoint quantizes experts only)"
+                           if mem.dense_bytes_per_param(shape, wf.bytes_per_param) != wf.bytes_per_param else "")) if shape.n_experts else None,
     }
     base = dict(model=m.name, gpu=g.id, n_gpus=total, tp=tp, replicas=replicas, engine=eng.key, precision=wf.key,
                 kv_precision=kv, input_len=isl, output_len=osl, kv_bytes_per_token=rep.kv_bytes_token,

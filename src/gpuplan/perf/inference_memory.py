@@ -45,6 +45,13 @@ class ModelShape:
     local_window: int | None = None  # window (or chunk) of the local-attention layers
     n_local_layers: int = 0  # layers that attend only to the last local_window tokens
     attention_sinks: bool = False  # gpt-oss: learned sink logit per head (no KV, negligible FLOPs)
+    # Prefill FLOPs per (query token, context token), all layers. MLA prefills with the K/V decompressed per head
+    # (2·h·(d_qk + d_v)); decode attends in the latent space (the absorbed form, attn_flops_per_ctx). 0: as decode.
+    attn_flops_per_ctx_prefill: float = 0.0
+    head_params: float = 0.0  # output head (vocab x hidden): 16-bit in quantized checkpoints, run for sampled tokens only
+    # A native 4-bit MoE checkpoint (gpt-oss MXFP4) quantizes only the routed experts; attention, router, shared
+    # weights and the head stay 16-bit (its quantization_config leaves them out).
+    experts_only_lowp: bool = False
 
     def kv_context(self, ctx: float) -> float:
         """Context tokens whose KV a sequence of `ctx` tokens holds and reads, averaged over layers:
@@ -69,9 +76,10 @@ def model_shape(model) -> ModelShape:
         # Decode with absorbed projections attends in the latent space: scores over
         # (kv_lora + rope) dims and values over kv_lora dims, per query head.
         per_ctx = 2 * m.n_heads * ((m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0) + (m.kv_lora_rank or 0))
-        per_ctx = max(per_ctx, 2 * m.n_heads * (d_qk + (m.v_head_dim or m.head_dim)))
+        per_ctx_prefill = 2 * m.n_heads * (d_qk + (m.v_head_dim or m.head_dim))
+        per_ctx = max(per_ctx, per_ctx_prefill)
     else:
-        per_ctx = 4 * m.n_heads * m.head_dim  # QK^T and A.V, 2 FLOPs per MAC
+        per_ctx = per_ctx_prefill = 4 * m.n_heads * m.head_dim  # QK^T and A.V, 2 FLOPs per MAC
     if m.is_moe:
         ffn_act = max(m.ffn_size if m.n_dense_layers else 0,
                       m.n_active_experts * (m.expert_ffn_size or m.ffn_size)
@@ -94,13 +102,23 @@ def model_shape(model) -> ModelShape:
         local_window=getattr(m, "local_attention_window", None),
         n_local_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
         attention_sinks=bool(getattr(m, "attention_sinks", False)),
+        attn_flops_per_ctx_prefill=float(per_ctx_prefill * m.n_layers),
+        head_params=float(m.vocab_size * m.hidden_size),
+        experts_only_lowp=bool(m.is_moe and getattr(m, "native_precision", None) == "fp4"),
     )
+
+
+def dense_bytes_per_param(shape: ModelShape, bytes_per_param: float) -> float:
+    """Bytes per non-expert weight: 16-bit where a native 4-bit MoE checkpoint quantizes only the experts."""
+    return max(bytes_per_param, EMBEDDING_BYTES_PER_PARAM) if shape.experts_only_lowp and bytes_per_param < 1.0 else bytes_per_param
 
 
 def weight_bytes(shape: ModelShape, bytes_per_param: float) -> float:
     """All weights of one copy of the model; embeddings stay 16-bit in quantized checkpoints."""
     emb = shape.embedding_params
-    return (shape.total_params - emb) * bytes_per_param + emb * EMBEDDING_BYTES_PER_PARAM
+    experts = shape.routed_expert_params
+    dense = dense_bytes_per_param(shape, bytes_per_param)
+    return (shape.total_params - emb - experts) * dense + experts * bytes_per_param + emb * EMBEDDING_BYTES_PER_PARAM
 
 
 def weight_bytes_per_gpu(shape: ModelShape, bytes_per_param: float, tp: int, dp_attention: bool, ep: int = 1) -> float:

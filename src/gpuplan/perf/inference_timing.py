@@ -8,15 +8,21 @@ through the model. Per GPU it costs:
   not grow with the batch; a decode step is CUDA-graph captured, so it runs at the fitted
   ``latency_factor`` share of the achieved bandwidth and never carries the engine factor.
   The FLOPs do: 2·N per token at eta_c, routed experts' grouped GEMMs at t/(t + t½) of it for
-  t tokens per touched expert, with expert-parallel load imbalance;
+  t tokens per touched expert, with expert-parallel load imbalance (experts of unequal
+  popularity: the busiest of ep GPUs holding E/ep experts carries 1 + c·sqrt(ep/E)·sqrt(2 ln ep)
+  of the mean, c fitted, plus sampling noise). The 16-bit output head runs only for the sampled
+  (decoding) tokens, at bf16 rate; a native 4-bit MoE checkpoint (gpt-oss) keeps its non-expert
+  weights 16-bit;
 * attention (each sequence's KV read vs its score FLOPs; sliding-window and interleaved local
-  layers read only their window) and the MoE token traffic (dispatch, combine and the expert
+  layers read only their window; MLA prefills decompressed, 2·h·(d_qk + d_v) per context token,
+  and decodes in the latent space) and the MoE token traffic (dispatch, combine and the expert
   activations, plus a fitted router/permutation time per token-expert pair), all per token,
   all scaled by the engine factor;
 * collectives, not scaled by any factor: tensor parallelism's two all-reduces per layer at the
   cheaper of a one-shot (latency + (g−1)·S/B) and a two-shot (2·latency + 2(g−1)/g·S/B)
   algorithm on NVLink, a ring on PCIe; with attention data parallel, the experts' dispatch and
-  combine all-to-alls instead;
+  combine all-to-alls instead, each token sent once to each other GPU holding one of its k experts
+  ((g−1)(1−(1−1/g)^k) GPUs on average), not once per expert;
 * a fixed per-step scheduling overhead, and a per-layer kernel floor: CUDA graphs remove launch
   latency from decode but not each kernel's minimum duration.
 """
@@ -56,6 +62,8 @@ class StepModel:
     layer_overhead_s: float = 0.0  # kernel floor per layer per step (CUDA-graph decode)
     moe_pair_overhead_s: float = 0.0  # router + permute + unpermute time per (token, expert, layer), GPU-independent
     nvlink: bool = True
+    dense_flops_s: float = 0.0  # achieved GEMM FLOP/s of the non-expert weights (0: gemm_flops_s)
+    head_flops_s: float = 0.0  # achieved GEMM FLOP/s of the 16-bit output head (0: gemm_flops_s)
 
     def experts_touched(self, tokens: np.ndarray) -> np.ndarray:
         """Expected distinct routed experts per MoE layer for `tokens` tokens: E·(1−(1−k/E)^T)."""
@@ -74,13 +82,23 @@ class StepModel:
         return t / (t + self.moe_half_tokens)
 
     def ep_imbalance(self, tokens: np.ndarray) -> np.ndarray:
-        """Load of the busiest of ep GPUs over the mean m token-expert pairs: routing is not uniform
-        (hot experts add ``ep_hot_excess`` x (1 - 1/ep), fitted), and sampling adds sqrt(2 ln(ep) / m)."""
-        if self.ep <= 1 or not self.shape.n_experts:
+        """Load of the busiest of ep GPUs over the mean, m token-expert pairs per GPU. Experts are not
+        equally popular: with a coefficient of variation c (``ep_hot_excess``, fitted) across experts, a GPU
+        holding E/ep of them carries a share whose CV is c·sqrt(ep/E), and the busiest of ep such GPUs sits
+        about sqrt(2 ln ep) of those above the mean; sampling m pairs adds sqrt(2 ln(ep) / m)."""
+        s = self.shape
+        if self.ep <= 1 or not s.n_experts:
             return np.ones_like(tokens, dtype=float)
-        m = np.maximum(tokens * self.shape.n_active_experts / self.ep, 1.0)
-        hot = self.ep_hot_excess * (1.0 - 1.0 / self.ep)
-        return np.minimum(1.0 + hot + np.sqrt(2.0 * math.log(self.ep) / m), float(self.ep))
+        m = np.maximum(tokens * s.n_active_experts / self.ep, 1.0)
+        spread = math.sqrt(2.0 * math.log(self.ep))
+        hot = self.ep_hot_excess * math.sqrt(min(1.0, self.ep / s.n_experts)) * spread
+        return np.minimum(1.0 + hot + spread / np.sqrt(m), float(self.ep))
+
+    def remote_gpus_per_token(self) -> float:
+        """Expected GPUs other than its own that one token's k routed experts sit on, with experts spread
+        evenly over the replica's g GPUs: the dispatch sends a token once per destination GPU, not once per expert."""
+        g, k = self.tp, self.shape.n_active_experts
+        return (g - 1) * (1.0 - (1.0 - 1.0 / g) ** k) if g > 1 and k else 0.0
 
     def step_time_s(self, decode: np.ndarray, prefill: np.ndarray, context: float, prefill_ctx: float) -> np.ndarray:
         """Seconds for one iteration with `decode` sequences generating one token at average
@@ -91,23 +109,29 @@ class StepModel:
         prefill = np.asarray(prefill, dtype=float)
         tokens = decode + prefill
         g = self.tp
-        # GEMMs: stream the weights once per step (batch-independent), or compute 2·N per token.
+        # GEMMs: stream the weights once per step (batch-independent), or compute 2·N per token. The output
+        # head (16-bit) runs only for the tokens that are sampled: the decoding ones (a prompt's last chunk adds one).
+        dense_rate = self.dense_flops_s or self.gemm_flops_s
+        head_t = 2.0 * s.head_params * decode / g / (self.head_flops_s or self.gemm_flops_s)
+        body = s.matmul_params - s.head_params
         if s.n_experts:
             touched = self.experts_touched(tokens)
             weights = self.weight_read_bytes_dense + s.n_moe_layers * touched * self.expert_bytes_gpu
             routed_active = s.n_moe_layers * s.n_active_experts * s.expert_params
-            dense_flops = 2.0 * (s.matmul_params - routed_active) * tokens / g
+            dense_flops = 2.0 * (body - routed_active) * tokens / g
             expert_flops = 2.0 * routed_active * tokens / g * self.ep_imbalance(tokens)
-            flops_t = (dense_flops + expert_flops / self.grouped_gemm_efficiency(tokens)) / self.gemm_flops_s
+            flops_t = (dense_flops / dense_rate + expert_flops / self.grouped_gemm_efficiency(tokens) / self.gemm_flops_s
+                       + head_t)
         else:
             weights = self.weight_read_bytes_dense
-            flops_t = 2.0 * s.matmul_params * tokens / g / self.gemm_flops_s
+            flops_t = 2.0 * body * tokens / g / dense_rate + head_t
         stream = weights / (self.bw_bytes_s * self.latency_factor)
         gemm = np.maximum(stream, flops_t / self.engine_factor)
         # Attention: decode reads each sequence's KV; prefill tokens attend to their prefix.
         kv_ctx = s.kv_context(context)
         kv_read = decode * kv_ctx * self.kv_bytes_per_token_gpu
-        attn_flops = (decode * kv_ctx + prefill * s.kv_context(prefill_ctx)) * s.attn_flops_per_ctx / g
+        attn_flops = (decode * kv_ctx * s.attn_flops_per_ctx
+                      + prefill * s.kv_context(prefill_ctx) * (s.attn_flops_per_ctx_prefill or s.attn_flops_per_ctx)) / g
         attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s)
         # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
         pairs = s.n_moe_layers * tokens * s.n_active_experts / g
@@ -133,8 +157,9 @@ class StepModel:
             return np.zeros_like(tokens)
         s = self.shape
         if self.dp_attention and s.n_experts:
-            # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only.
-            vol = (tokens / g) * s.n_active_experts * s.hidden * ACT_BYTES * (g - 1) / g
+            # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only, each
+            # sent once to every other GPU that holds one of its experts.
+            vol = (tokens / g) * self.remote_gpus_per_token() * s.hidden * ACT_BYTES
             lat = self.allreduce_latency_s * (1 if self.nvlink else g - 1)
             return s.n_moe_layers * 2 * (lat + vol / self.link_bytes_s)
         # Megatron TP: all-reduce after attention and after the FFN.
