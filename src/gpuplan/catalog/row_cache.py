@@ -13,6 +13,7 @@ float64 arrays; `by_price` is the permutation that gives the catalog's listing o
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import io
 import json
@@ -27,9 +28,11 @@ FLOAT_COLUMNS = frozenset({"price_per_hour_usd", "price_per_gpu_hour_usd"})
 DATE_COLUMNS = frozenset({"as_of"})
 
 
+@functools.cache
 def rules_fingerprint() -> str:
     """What else decides the cached rows besides the snapshots: this format, gpuplan's version and
-    the deployability table that fills cluster and fabric fields."""
+    the deployability table that fills cluster and fabric fields. Read once per process (every
+    read of the store asks for it; the package's data does not change under a running process)."""
     from gpuplan import __version__
 
     h = hashlib.sha256(f"{FORMAT}|{__version__}|".encode())

@@ -110,7 +110,8 @@ class StepModel:
         tokens = decode + prefill
         g = self.tp
         # GEMMs: stream the weights once per step (batch-independent), or compute 2·N per token. The output
-        # head (16-bit) runs only for the tokens that are sampled: the decoding ones (a prompt's last chunk adds one).
+        # head (16-bit) runs only for the tokens that are sampled: the decoding ones (a prompt's first sampled token
+        # is left out: one head pass per request, small beside its prefill).
         dense_rate = self.dense_flops_s or self.gemm_flops_s
         head_t = 2.0 * s.head_params * decode / g / (self.head_flops_s or self.gemm_flops_s)
         body = s.matmul_params - s.head_params
