@@ -19,6 +19,7 @@ def _money(v: float) -> str:
 
 def main(argv: list[str]) -> int:
     from gpuplan.catalog.catalog import Catalog
+    from gpuplan.display import fmt_hours
     from gpuplan.planner import plan_serving, plan_training
     from gpuplan.planner.requests import ServePlanRequest, TrainPlanRequest
 
@@ -37,12 +38,12 @@ def main(argv: list[str]) -> int:
         if not res.plans:
             near = res.closest[0] if res.closest else None
             top = "none ranked" + (f"; closest: {near.provider} {near.nodes}x{near.gpus_per_node:g} {near.gpu}, "
-                                   f"{near.wall_hours / 24:.0f} d, {_money(near.cost_usd)}" if near else "")
+                                   f"{fmt_hours(near.wall_hours)}, {_money(near.cost_usd)}" if near else "")
             band, why, ties = "-", "; ".join(res.why[1:3]), "-"
         else:
             p = res.plans[0]
             shape = f"{p.nodes}x{p.gpus_per_node:g} {p.gpu}" if train else f"{p.gpus}x {p.gpu} ({p.replicas} replicas)"
-            when = f", {p.wall_hours / 24:.1f} d" if train else (f", TPOT {p.assumptions.get('tpot_ms') or 0:.0f} ms")
+            when = f", {fmt_hours(p.wall_hours)}" if train else (f", TPOT {p.assumptions.get('tpot_ms') or 0:.0f} ms")
             top = f"{p.provider_name} {shape} {p.pricing} ({p.region or '?'}){when}, {p.precision}"
             band = f"{_money(p.cost_usd)} ({_money(p.cost_p10_usd)}-{_money(p.cost_p90_usd)})"
             flips = res.summary.get("flips_first") or []

@@ -12,6 +12,7 @@ from gpuplan.catalog.gpus import all_gpus
 from gpuplan.catalog.records import Offer, Provider
 from gpuplan.planner.batch_plan import batch_data, interruption_overhead, plan_batch, useful_share
 from gpuplan.planner.batch_request import BatchPlanRequest
+from gpuplan.planner.hosts import hosts_available, hosts_data
 
 TODAY = dt.date.today()
 
@@ -69,7 +70,7 @@ def test_split_fleet_meets_a_deadline_no_single_offer_meets(split_result):
     for g in best.groups:
         assert g.hosts <= g.hosts_available
     dnet = next(g for g in best.groups if g.provider == "dnet")
-    assert dnet.hosts == dnet.hosts_available == batch_data()["hosts_available"]["by_kind"]["decentralized"]["hosts"]
+    assert dnet.hosts == dnet.hosts_available == hosts_data()["by_kind"]["decentralized"]["hosts"]
     assert dnet.hosts_available_basis == "default for a decentralized listing"
     assert any("splits the work" in line for line in split_result.why)
 
@@ -235,17 +236,15 @@ def test_spare_hosts_cover_interruptions():
 
 
 def test_hosts_available_per_offer_and_kind():
-    from gpuplan.planner.batch_plan import _hosts_available
-
-    d = batch_data()["hosts_available"]
-    assert _hosts_available(_offer("dnet", "RTX-4090", 0.3), "decentralized", None) == (
+    d = hosts_data()
+    assert hosts_available(_offer("dnet", "RTX-4090", 0.3), "decentralized", None) == (
         d["by_kind"]["decentralized"]["hosts"], "default for a decentralized listing")
-    assert _hosts_available(_offer("dnet", "RTX-4090", 0.3, pricing="community"), "decentralized", None)[0] == 16
-    assert _hosts_available(_offer("mkt", "RTX-4090", 0.3, pricing="community"), "marketplace", None)[0] == 8
-    assert _hosts_available(_offer("dc", "RTX-4090", 0.3, pricing="community"), "neocloud", None) == (
+    assert hosts_available(_offer("dnet", "RTX-4090", 0.3, pricing="community"), "decentralized", None)[0] == 16
+    assert hosts_available(_offer("mkt", "RTX-4090", 0.3, pricing="community"), "marketplace", None)[0] == 8
+    assert hosts_available(_offer("dc", "RTX-4090", 0.3, pricing="community"), "neocloud", None) == (
         8, "default for a community listing")  # RunPod Community Cloud: hosts listed one by one
-    assert _hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", None) == (3, "the offer's max_nodes")
-    assert _hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", 40) == (40, "--hosts-per-offer")
+    assert hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", None) == (3, "the offer's max_nodes")
+    assert hosts_available(_offer("dc", "H100-SXM", 2.0, max_nodes=3), "neocloud", 40) == (40, "--hosts-per-offer")
     for row in [*d["by_kind"].values(), *d["by_pricing"].values()]:
         assert row["hosts"] >= 1 and row["reason"]
 

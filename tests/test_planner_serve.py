@@ -79,3 +79,20 @@ def test_project_picks_each_best_separately(catalog):
     assert project["serve"].plans[0].offer == best_serve.offer
     assert project["total_usd"] == pytest.approx(best_train.cost_usd + best_serve.cost_usd)
     assert project["total_p90_usd"] >= project["total_usd"]
+
+
+def test_serving_replicas_stay_within_the_hosts_one_offer_supplies(catalog):
+    """A marketplace bucket price says nothing of stock: 20 req/s of 8B on single-GPU community hosts
+    needs more hosts than one listing supplies, so those plans are not ranked, and say why."""
+    from gpuplan.planner.hosts import hosts_available
+
+    req = ServePlanRequest(model="llama-3.1-8b", requests_per_s=20, max_tpot_ms=50, max_ttft_ms=500, limit=1000,
+                           all_rows=True)
+    result = plan_serving(req, catalog)
+    assert result.plans
+    for p in result.plans:
+        limit, _basis = hosts_available(p.offer, catalog.provider_record(p.offer.provider).kind)
+        assert p.gpus / p.offer.gpus_per_node <= limit
+    assert any(k.startswith("needs more hosts than one offer supplies") for k in result.rejected)
+    loose = plan_serving(req.model_copy(update={"requests_per_s": 1}), catalog)
+    assert not any(k.startswith("needs more hosts") for k in loose.rejected)

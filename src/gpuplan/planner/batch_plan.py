@@ -24,7 +24,7 @@ lost host loses only the items in flight, and any host that holds the model help
    least-cost split is the LP `min sum a_i x_i  s.t. sum x_i = N, 0 <= x_i <= hosts_i r_i u_i (T - s_i)`,
    solved exactly by filling offers in order of `a_i` (a fractional knapsack); hosts are rounded
    up. Every offer supplies at most its `max_nodes`, else a default per provider kind
-   (data/batch.json). A shared work queue then balances the hosts: all run until it drains, so
+   (data/hosts.json). A shared work queue then balances the hosts: all run until it drains, so
    the finish time t solves `sum hosts_i r_i u_i (t - s_i) = N` and the shares follow from it.
 5. **Spread**: a seeded Monte Carlo per fleet samples each host's interruptions
    (simulate_job), the estimator's and the architectures' errors and the prices' uncertainty:
@@ -48,9 +48,9 @@ from gpuplan.catalog.records import CONFIDENCE_RANK, Offer
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
 from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
+from gpuplan.planner.hosts import PEER_KINDS, hosts_available, hosts_data
 
 DATACENTER_KINDS = ("hyperscaler", "neocloud")
-PEER_KINDS = ("marketplace", "decentralized")
 
 
 @functools.cache
@@ -258,17 +258,6 @@ class _Pool:
         return self.price * self.billed_wall / eff + self.egress_per_item + self.price * self.cold_h / (eff * run)
 
 
-def _hosts_available(offer: Offer, kind: str, override: int | None) -> tuple[int, str]:
-    if override is not None:
-        return override, "--hosts-per-offer"
-    if offer.max_nodes:
-        return int(offer.max_nodes), "the offer's max_nodes"
-    d = batch_data()["hosts_available"]
-    if kind not in PEER_KINDS and offer.pricing in d["by_pricing"]:  # e.g. RunPod Community Cloud
-        return int(d["by_pricing"][offer.pricing]["hosts"]), f"default for a {offer.pricing} listing"
-    return int(d["by_kind"][kind]["hosts"]), f"default for a {kind} listing"
-
-
 
 class _Throughput:
     """Per GPU type (and precision): the smallest TP that holds the model and its max-throughput point."""
@@ -447,7 +436,7 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
         egress_rate = provider.egress_usd_per_gb
         if egress_rate is None:
             egress_rate = d["egress_usd_per_gb_unknown"]["by_kind"][kind]["usd_per_gb"]
-        hosts, basis = _hosts_available(o, kind, req.hosts_per_offer)
+        hosts, basis = hosts_available(o, kind, req.hosts_per_offer)
         key = (o.provider, o.gpu, float(o.gpus_per_node), o.pricing, round(o.price_per_hour_usd, 6))
         pool = groups.get(key)
         if pool is not None:
@@ -1040,6 +1029,7 @@ def _suitability(req: BatchPlanRequest, model, pools: list[_Pool], fleets: list[
 
 def _assumptions(req: BatchPlanRequest) -> dict[str, Any]:
     d = batch_data()
+    hosts = hosts_data()
     return {
         "operating_point": "offline max throughput of the serving estimator (no latency target), smallest TP that "
                            "holds the model; a host runs GPUs // TP replicas" if req.kind == "generate" else
@@ -1048,9 +1038,9 @@ def _assumptions(req: BatchPlanRequest) -> dict[str, Any]:
                            if req.kind == "embed" else
                            "GPU-seconds per item on the reference GPU x reference (bf16 peak x architecture "
                            "efficiency) / this GPU's; one item per GPU at a time",
-        "hosts_available": {k: v["hosts"] for k, v in d["hosts_available"]["by_kind"].items()}
-        | {"community": d["hosts_available"]["by_pricing"]["community"]["hosts"],
-           "basis": "the offer's max_nodes when known, else these defaults (data/batch.json)"},
+        "hosts_available": {k: v["hosts"] for k, v in hosts["by_kind"].items()}
+        | {"community": hosts["by_pricing"]["community"]["hosts"],
+           "basis": "the offer's max_nodes when known, else these defaults (data/hosts.json)"},
         "host_bandwidth_gbps": {k: v["gbps"] for k, v in d["host_bandwidth_gbps"]["by_kind"].items()},
         "cold_start": "rent and boot, download the image and weights at the host's bandwidth, load at "
                       f"{d['cold_start']['load_gb_per_s']:g} GB/s, warm up; on every new host, replacements included",

@@ -19,6 +19,7 @@ from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offer_rows, serv
 from gpuplan.planner.offer_rows import as_offer
 from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
+from gpuplan.planner.hosts import hosts_available
 from gpuplan.planner.pareto import pareto_front
 from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
@@ -78,7 +79,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     spreads: dict[tuple, tuple] = {}
     risks: dict[tuple, tuple] = {}
     for o in cands.offers:
-        ckey = (o.gpu, o.commitment_term_h, o.gpus_per_node, o.provider, o.ram_gb, o.pricing)
+        ckey = (o.gpu, o.commitment_term_h, o.gpus_per_node, o.provider, o.ram_gb, o.pricing, o.max_nodes)
         c = classes.get(ckey)
         if c is None:
             c = classes[ckey] = _serving_class(o, support, capacity, catalog, model, req, precision, hours)
@@ -208,6 +209,9 @@ def _serving_class(o, support, capacity, catalog, model, req, precision: str, ho
         nodes = 2  # the spare replica lives on another host: one host's failure leaves the peak served
         replicas_total = nodes * per_node
         spare = replicas_total - replicas
+    if nodes > hosts_available(o, provider.kind)[0]:
+        return ("needs more hosts than one offer supplies at once (its published limit, else a default by "
+                "provider kind: data/hosts.json)")
     gpus = int(nodes * o.gpus_per_node)
     out_tokens = cap.output_tokens_per_month * req.horizon_months
     egress_rate = provider.egress_usd_per_gb or 0.0
