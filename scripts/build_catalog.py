@@ -497,9 +497,15 @@ def is_observed(r: dict[str, str]) -> bool:
 
 def _covers(newer: dict[str, str], older: dict[str, str]) -> bool:
     """A newer price replaces an older one of the same kind in its region, or everywhere when it is
-    a list price for any region ('' or 'global ...')."""
+    a list price for any region ('' or 'global ...'); an older any-region ('') price is replaced by
+    a newer observed price in any region."""
     region = newer["region"].strip().lower()
-    return region == "" or region.startswith("global") or region == older["region"].strip().lower()
+    if region == "" or region.startswith("global") or region == older["region"].strip().lower():
+        return True
+    # An older price that names no region claims to hold everywhere; a newer observed price of the
+    # same kind in any region shows that claim is out of date (e.g. an undated Azure spot quote
+    # against dated per-region Retail Prices API reads).
+    return older["region"].strip() == "" and is_observed(newer)
 
 
 def drop_outdated(rows: list[dict[str, str]], conflicts: list[dict]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
