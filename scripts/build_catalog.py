@@ -207,6 +207,10 @@ def refine_gpu(gid: str, instance_type: str, gpuinfo_name: str, mem_gb_per_gpu: 
             gid = "A100-40GB-PCIe"  # e.g. Vast '2x-A100_PCIE' with 80 GiB in total
         elif gid == "H100-SXM":
             gid = "H100-PCIe"
+    if gid == "A100-40GB-SXM" and re.fullmatch(r"gpu_[124]x_a100", instance_type):
+        # Lambda's plain gpu_Nx_a100 are the 40 GB PCIe cards (its API now names them
+        # gpu_Nx_a100_pcie_40gb: ewyluda/gpu-price-index 2026-10-10); only *_sxm4 are SXM.
+        gid = "A100-40GB-PCIe"
     if gid == "H100-SXM" and re.search(r"nvl(?!ink)", hint):
         gid = "H100-NVL"
     return gid
