@@ -36,7 +36,7 @@ def test_header_is_the_documented_one():
     with resources.files("gpuplan.catalog.data").joinpath("deployability.csv").open(encoding="utf-8") as f:
         header = f.readline().strip().split(",")
     assert header == ["provider", "instance_pattern", "gpus_per_node", "cluster", "fabric",
-                      "fabric_gbps_per_node", "max_nodes", "source", "note"]
+                      "fabric_gbps_per_node", "max_nodes", "source", "note", "node_multiple"]
 
 
 @pytest.mark.parametrize("row", RAW, ids=lambda r: f"{r['provider']}:{r['instance_pattern']}:{r['gpus_per_node']}")
@@ -45,9 +45,11 @@ def test_every_row_parses(row):
     assert row["instance_pattern"].strip()
     assert row["cluster"] in ("yes", "no", "")
     assert row["fabric"] in FABRICS | {""}
-    for col in ("gpus_per_node", "fabric_gbps_per_node", "max_nodes"):
-        if row[col] != "":
+    for col in ("gpus_per_node", "fabric_gbps_per_node", "max_nodes", "node_multiple"):
+        if (row.get(col) or "") != "":
             assert float(row[col]) > 0, col
+    if row.get("node_multiple"):
+        assert float(row["node_multiple"]) == int(float(row["node_multiple"]))
     if row["max_nodes"]:
         assert float(row["max_nodes"]) == int(float(row["max_nodes"]))
     if row["gpus_per_node"]:
@@ -69,6 +71,8 @@ def test_rows_are_internally_consistent():
             assert r["fabric"], f"{where}: bandwidth without a fabric type"
         if r["max_nodes"]:
             assert r["cluster"] == "yes", f"{where}: max_nodes on a type not known to cluster"
+        if r.get("node_multiple"):
+            assert r["cluster"] == "yes", f"{where}: node_multiple on a type not known to cluster"
 
 
 def test_no_row_is_shadowed_by_a_catch_all():
@@ -105,6 +109,10 @@ def test_loader_agrees_with_the_file():
     ({"max_nodes": "0"}, "positive"),
     ({"max_nodes": "2.5"}, "whole number"),
     ({"source": ""}, "source"),
+    ({"node_multiple": "1.5"}, "whole number"),
+    ({"node_multiple": "0"}, "positive"),
+    ({"node_multiple": "18", "max_nodes": "64"}, "multiple of 18"),
+    ({"node_multiple": "18", "cluster": "no"}, "not sold as a cluster"),
 ])
 def test_parse_row_rejects_bad_cells(bad, message):
     good = {"provider": "x", "instance_pattern": "*", "gpus_per_node": "", "cluster": "yes",
@@ -286,3 +294,25 @@ def test_lookup_is_fast_for_100k_calls():
     for i in range(100_000):
         lookup(*keys[i % len(keys)])
     assert time.perf_counter() - start < 2.0
+
+
+# --- sold in blocks (NVL72 racks) -------------------------------------------------------------
+
+def test_coreweave_gb200_is_sold_in_whole_racks_of_18_nodes():
+    assert dep.node_multiple("coreweave", "4x GB200", 4) == 18
+    assert "multiple of 18" in lookup("coreweave", "4x GB200", 4).source
+
+
+def test_aws_p6e_gb200_is_sold_in_ultraservers_and_oci_gb200_in_any_count():
+    assert dep.node_multiple("aws", "p6e-gb200.36xlarge", 4) == 18  # x72 UltraServers: one 72-GPU domain
+    assert dep.node_multiple("oci", "BM.GPU.GB200.4", 4) == 1  # memory clusters resize by host
+    assert dep.node_multiple("oci", "BM.GPU.GB300.4", 4) == 1
+    assert dep.node_multiple("aws", "p5.48xlarge", 8) == 1
+    assert dep.node_multiple("nowhere", "x", 8) == 1
+
+
+def test_a_row_written_without_the_last_column_reads_as_no_multiple():
+    good = {"provider": "x", "instance_pattern": "*", "gpus_per_node": "", "cluster": "yes",
+            "fabric": "infiniband", "fabric_gbps_per_node": "3200", "max_nodes": "", "source": "s", "note": "n"}
+    assert dep.parse_row(good, 2).deployability.node_multiple is None
+    assert dep.parse_row({**good, "node_multiple": "18"}, 2).deployability.node_multiple == 18

@@ -2,7 +2,7 @@
 
 The data is ``catalog/data/deployability.csv``, one row per (provider, instance-type pattern):
 
-``provider,instance_pattern,gpus_per_node,cluster,fabric,fabric_gbps_per_node,max_nodes,source,note``
+``provider,instance_pattern,gpus_per_node,cluster,fabric,fabric_gbps_per_node,max_nodes,source,note,node_multiple``
 
 - ``instance_pattern`` is a shell glob (:mod:`fnmatch`, matched case-insensitively) on the offer's
   ``instance_type``; ``gpus_per_node`` (optional) restricts a row to offers with that many GPUs per
@@ -16,6 +16,10 @@ The data is ``catalog/data/deployability.csv``, one row per (provider, instance-
   for 8 x 400G; for ``cluster=no`` rows it is the VM's own network where the provider publishes it.
 - ``max_nodes``: the largest cluster of this type that can be rented as one fabric where a limit
   or size is published, else empty.
+- ``node_multiple``: the provider rents this type only in blocks of this many nodes (CoreWeave's
+  GB200 NVL72: whole racks of 18 trays), so a cluster's node count is a multiple of it; empty where
+  no granularity is published (any count, today's behaviour). The last column, so a row written
+  without it reads as empty.
 - every row carries a ``source`` (URL or document) and a short ``note``.
 
 Unknown stays unknown: an empty cell is ``None`` here and is never filled with a guess. What a
@@ -47,6 +51,8 @@ __all__ = [
     "Deployability",
     "DeployabilityRow",
     "lookup",
+    "node_multiple",
+    "providers_with_node_multiples",
     "rows",
 ]
 
@@ -63,7 +69,7 @@ share, never multiply.
 FABRICS = frozenset({"infiniband", "roce", "efa", "tcpx", "ethernet"})
 CLUSTER_VALUES = {"yes": True, "no": False, "": None}
 COLUMNS = ("provider", "instance_pattern", "gpus_per_node", "cluster", "fabric",
-           "fabric_gbps_per_node", "max_nodes", "source", "note")
+           "fabric_gbps_per_node", "max_nodes", "source", "note", "node_multiple")
 DATA_FILE = "deployability.csv"
 
 
@@ -77,6 +83,7 @@ class Deployability:
     max_nodes: int | None
     source: str
     note: str
+    node_multiple: int | None = None  # nodes are rented only in blocks of this many (None: any count)
 
 
 UNKNOWN = Deployability(cluster=None, fabric=None, fabric_gbps_per_node=None, max_nodes=None,
@@ -134,13 +141,22 @@ def parse_row(raw: dict[str, str], line: int) -> DeployabilityRow:
                          f"is not one of {sorted(FABRICS)} or empty")
     if not cells["source"]:
         raise ValueError(f"{DATA_FILE} line {line}: every row needs a source")
+    node_multiple = _positive(cells["node_multiple"], "node_multiple", line, int)
+    max_nodes = _positive(cells["max_nodes"], "max_nodes", line, int)
+    if node_multiple is not None:
+        if cluster_text != "yes":
+            raise ValueError(f"{DATA_FILE} line {line}, column node_multiple: set on a type not sold as a cluster")
+        if max_nodes is not None and max_nodes % node_multiple:
+            raise ValueError(f"{DATA_FILE} line {line}, column node_multiple: max_nodes {max_nodes} "
+                             f"is not a multiple of {node_multiple}")
     dep = Deployability(
         cluster=CLUSTER_VALUES[cluster_text],
         fabric=fabric,
         fabric_gbps_per_node=_positive(cells["fabric_gbps_per_node"], "fabric_gbps_per_node", line, float),
-        max_nodes=_positive(cells["max_nodes"], "max_nodes", line, int),
+        max_nodes=max_nodes,
         source=cells["source"],
         note=cells["note"],
+        node_multiple=node_multiple,
     )
     return DeployabilityRow(
         provider=provider,
@@ -189,6 +205,18 @@ def lookup(provider: str, instance_type: str, gpus_per_node: float | None) -> De
     """
     gpn = None if gpus_per_node is None else float(gpus_per_node)
     return _lookup((provider or "").strip().lower(), (instance_type or "").strip(), gpn)
+
+
+def node_multiple(provider: str, instance_type: str, gpus_per_node: float | None) -> int:
+    """Nodes of this type are rented in blocks of this many (1: any count, also when unknown)."""
+    return lookup(provider, instance_type, gpus_per_node).node_multiple or 1
+
+
+@functools.cache
+def providers_with_node_multiples() -> frozenset[tuple[str, float | None]]:
+    """(provider, GPUs per node or None for any) of the rows that set node_multiple: the planner
+    looks offer by offer only at offers these match."""
+    return frozenset((r.provider, r.gpus_per_node) for r in rows() if r.deployability.node_multiple)
 
 
 def with_deployability(offer):

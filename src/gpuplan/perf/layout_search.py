@@ -1,6 +1,7 @@
 """Parallel layout search: every TP x PP x DP x CP x EP x micro-batch x recompute x ZeRO x
 interleave combination for a GPU count, as numpy arrays, filtered by the rules a framework
-enforces and by memory, ranked by step time.
+enforces and by memory, ranked by step time per sequence (layouts may round a default batch
+differently).
 
 Rules (each failure is counted under its own reason):
 - TP stays inside the node (`gpus_per_node`) and divides the attention heads (and KV heads, or
@@ -45,6 +46,11 @@ LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero",
 # A layout keeps this share of HBM free on top of the framework overhead: the caching allocator's
 # fragmentation and NCCL's buffers (PyTorch runs near 100% end in OOMs; 90-95% is the practical ceiling).
 MEMORY_HEADROOM = 0.05
+# A default global batch rounded up by at most this share still counts as the recipe's batch when
+# layouts are ranked (one eighth: e.g. 1,024 -> 1,152 sequences for dp 72 x micro-batch 4). The
+# loss per token is flat near the recipe's batch size, so a small growth is not wasted work; a
+# large one (doubling it) changes the recipe. An assumption, not fitted; see _useful_batch.
+MAX_BATCH_GROWTH = 0.125
 
 
 @dataclass(frozen=True)
@@ -240,8 +246,9 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                               sub["micro_batch"], sub["recompute"], sub["zero"], sub["vp"], lay["batch"][idx],
                               gpus_per_node, inter[g], attention=attention, efficiency_override=efficiency_override)
             tt = np.broadcast_to(res["total"], idx.shape)
-            groups, gmin, garg = _group_argmin(ci[idx], tt)
-            best_t[g, groups] = gmin
+            score = tt / _useful_batch(lay["batch"][idx], wl)
+            groups, _gmin, garg = _group_argmin(ci[idx], score)
+            best_t[g, groups] = tt[garg]
             best_i[g, groups] = idx[garg]
             if keep_ranked:
                 parts = {k: np.full(len(total_mem), np.nan) for k in res}
@@ -256,7 +263,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                 per_count_rej.append(rej)
                 if idx.size:
                     sel = idx[ci[idx] == k]
-                    tt_k = parts["total"][sel]
+                    tt_k = parts["total"][sel] / _useful_batch(lay["batch"][sel], wl)  # as the best above
                     per_count_rank.append(sel[np.argsort(tt_k, kind="stable")][:keep_ranked])
                 else:
                     per_count_rank.append(np.zeros(0, dtype=np.int64))
@@ -312,6 +319,17 @@ def _layouts_and_memory_uncached(key, shape, wl, counts, gpus_per_node, fixed, g
         while len(_LAYOUT_CACHE) > _LAYOUT_CACHE_SIZE:
             _LAYOUT_CACHE.popitem(last=False)
     return lay, mem
+
+
+def _useful_batch(batch: np.ndarray, wl: TrainingWorkload) -> np.ndarray:
+    """Sequences per step that count when layouts are ranked (time per useful sequence).
+
+    A default batch is rounded up to each layout's dp x micro-batch, so layouts differ in batch:
+    ranking by step time favoured whichever rounded up least (an 8B model on a 72-GPU NVL72 rack
+    took PP8 x DP9 at 1,044 sequences over pure DP72 at 1,152), ranking by time per sequence would
+    favour doubling the batch to amortise communication. Growth up to MAX_BATCH_GROWTH counts as
+    useful work; beyond it the extra sequences count as waste."""
+    return np.minimum(batch, wl.batch * (1.0 + MAX_BATCH_GROWTH))
 
 
 def _group_argmin(keys: np.ndarray, values: np.ndarray):

@@ -125,7 +125,7 @@ def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, la
     in_node = extent <= gpn
     bw = np.where(in_domain, feats_scaleup, np.where(in_node, pcie, inter))
     bw = np.where(group <= 1, np.inf, bw)
-    lat = np.where(in_node, lat_in, lat_out)
+    lat = np.where(in_node | in_domain, lat_in, lat_out)  # an NVL72 rack is one NVLink hop across its trays
     return bw, lat
 
 
@@ -241,7 +241,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # Peers inside the node are reached over NVLink, the others over this GPU's NIC; both run at
     # once, so the slower share sets the time. Dispatch + combine forward, twice that backward.
     moe_layers = lps * shape.n_moe_layers / L
-    e_local = np.clip(np.floor(gpn / (t * c)), 1.0, e)
+    # Peers reached over NVLink: the node's, or the whole NVLink domain where it spans nodes (NVL72).
+    e_local = np.clip(np.floor(np.maximum(gpn, feats.scaleup_domain) / (t * c)), 1.0, e)
     nvl = np.where(e_local * t * c <= feats.scaleup_domain, feats.scaleup_bytes_s, feats.pcie_bytes_s)
     # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
     a2a_bytes = act_bytes * shape.top_k / t
@@ -254,7 +255,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     ep = np.where(e > 1, m * np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), 0.0)
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d)
-    bw_pp = np.minimum(bw_pp, np.where(t * c * d >= gpn, inter, bw_pp))
+    bw_pp = np.minimum(bw_pp, np.where((t * c * d >= gpn) & (t * c * d * p > feats.scaleup_domain), inter, bw_pp))
     pp = np.where(p > 1, 2.0 * m * v * (act_bytes / t / bw_pp + lat_pp), 0.0)
 
     # Data parallel gradients of the fullest stage.
@@ -269,9 +270,10 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     n_dp = d * c
     g_b = 4.0 if wl.fp32_grads else 2.0
     n_world = t * p * d * c
-    bw_dp = np.where(n_world > gpn, inter, np.where(n_world <= feats.scaleup_domain, feats.scaleup_bytes_s,
+    # The whole job inside one NVLink domain (a node, or an NVL72 rack of 4-GPU trays): NVLink.
+    bw_dp = np.where(n_world <= feats.scaleup_domain, feats.scaleup_bytes_s, np.where(n_world > gpn, inter,
                                                      feats.pcie_bytes_s))
-    lat_dp = np.where(n_world > gpn, lat_out, lat_in)
+    lat_dp = np.where((n_world > gpn) & (n_world > feats.scaleup_domain), lat_out, lat_in)
     ring = np.where(n_dp > 1, (n_dp - 1) / n_dp, 0.0)
     has_dp = np.where(n_dp > 1, 1.0, 0.0)
     reduce_s = 2.0 * ring * grad_params * g_b / bw_dp + 2 * lat_dp * has_dp
