@@ -70,7 +70,7 @@ def test_split_fleet_meets_a_deadline_no_single_offer_meets(split_result):
     for g in best.groups:
         assert g.hosts <= g.hosts_available
     dnet = next(g for g in best.groups if g.provider == "dnet")
-    assert dnet.hosts == dnet.hosts_available == hosts_data()["by_kind"]["decentralized"]["hosts"]
+    assert dnet.hosts == dnet.hosts_available == hosts_data()["available"]["by_kind"]["decentralized"]["hosts"]
     assert dnet.hosts_available_basis == "default for a decentralized listing"
     assert any("splits the work" in line for line in split_result.why)
 
@@ -236,7 +236,7 @@ def test_spare_hosts_cover_interruptions():
 
 
 def test_hosts_available_per_offer_and_kind():
-    d = hosts_data()
+    d = hosts_data()["available"]
     assert hosts_available(_offer("dnet", "RTX-4090", 0.3), "decentralized", None) == (
         d["by_kind"]["decentralized"]["hosts"], "default for a decentralized listing")
     assert hosts_available(_offer("dnet", "RTX-4090", 0.3, pricing="community"), "decentralized", None)[0] == 16
@@ -257,8 +257,8 @@ def test_cold_start_and_egress_follow_bandwidth_and_prices():
     groups = {f.groups[0].provider: f.groups[0] for f in result.fleets if len(f.groups) == 1}
     mkt, dc = groups["mkt"], groups["dc"]
     d = batch_data()
-    assert mkt.bandwidth_gbps == d["host_bandwidth_gbps"]["by_kind"]["marketplace"]["gbps"]
-    assert dc.bandwidth_gbps == d["host_bandwidth_gbps"]["by_kind"]["neocloud"]["gbps"]
+    assert mkt.bandwidth_gbps == hosts_data()["bandwidth_gbps"]["by_kind"]["marketplace"]["gbps"]
+    assert dc.bandwidth_gbps == hosts_data()["bandwidth_gbps"]["by_kind"]["neocloud"]["gbps"]
     # Weights (bf16, ~16 GB) plus the image, downloaded at the host's link: slower on the marketplace.
     assert mkt.download_gb == pytest.approx(d["cold_start"]["image_gb"] + 8.03e9 * 2 / 1e9, rel=0.02)
     dl_h = mkt.download_gb * 8 / mkt.bandwidth_gbps / 3600

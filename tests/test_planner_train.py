@@ -236,3 +236,20 @@ def test_unpublished_cluster_size_is_flagged(baseline):
     for p in baseline.plans:
         if p.nodes > 1 and p.offer.max_nodes is None:
             assert any("publishes no cluster size" in n for n in p.risk_notes), (p.provider, p.nodes)
+
+
+def test_every_plan_bills_a_start_and_a_fine_tune_downloads_its_base_weights(catalog):
+    """Boot, image pull and launch are billed on every node; a fine-tune also downloads the base
+    weights, so its start is longer where hosts are slower to the internet."""
+    from gpuplan.planner.hosts import training_start_hours
+
+    pre = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e9, limit=50), catalog)
+    lora = plan_training(TrainPlanRequest(model="llama-3.1-8b", method="lora", tokens=2e8, limit=50), catalog)
+    for result, download_gb in ((pre, 0.0), (lora, 8.03e9 * 2 / 1e9)):
+        assert result.plans
+        for p in result.plans:
+            kind = catalog.provider_record(p.provider).kind
+            assert p.assumptions["start_hours"] == pytest.approx(training_start_hours(kind, download_gb), rel=0.01)
+            assert p.wall_hours >= p.assumptions["steady_state_hours"] * 0.999
+    assert training_start_hours("marketplace", 16) > training_start_hours("hyperscaler", 16) > \
+        training_start_hours("hyperscaler", 0) > 0

@@ -48,7 +48,7 @@ from gpuplan.catalog.records import CONFIDENCE_RANK, Offer
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
 from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
-from gpuplan.planner.hosts import PEER_KINDS, hosts_available, hosts_data
+from gpuplan.planner.hosts import PEER_KINDS, bandwidth_gbps, hosts_available, hosts_data
 
 DATACENTER_KINDS = ("hyperscaler", "neocloud")
 
@@ -408,7 +408,7 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
             rejected["one item runs longer than a day on this GPU"] += 1
             continue
         # Bandwidth: downloads at cold start, items' bytes in and out while running.
-        bw = req.bandwidth_gbps if req.bandwidth_gbps is not None else d["host_bandwidth_gbps"]["by_kind"][kind]["gbps"]
+        bw = req.bandwidth_gbps if req.bandwidth_gbps is not None else bandwidth_gbps(kind)
         link_bytes_h = bw * 1e9 / 8 * 3600
         bw_limited = False
         if in_bytes + out_bytes > 0:
@@ -1038,10 +1038,10 @@ def _assumptions(req: BatchPlanRequest) -> dict[str, Any]:
                            if req.kind == "embed" else
                            "GPU-seconds per item on the reference GPU x reference (bf16 peak x architecture "
                            "efficiency) / this GPU's; one item per GPU at a time",
-        "hosts_available": {k: v["hosts"] for k, v in hosts["by_kind"].items()}
-        | {"community": hosts["by_pricing"]["community"]["hosts"],
+        "hosts_available": {k: v["hosts"] for k, v in hosts["available"]["by_kind"].items()}
+        | {"community": hosts["available"]["by_pricing"]["community"]["hosts"],
            "basis": "the offer's max_nodes when known, else these defaults (data/hosts.json)"},
-        "host_bandwidth_gbps": {k: v["gbps"] for k, v in d["host_bandwidth_gbps"]["by_kind"].items()},
+        "host_bandwidth_gbps": {k: v["gbps"] for k, v in hosts["bandwidth_gbps"]["by_kind"].items()},
         "cold_start": "rent and boot, download the image and weights at the host's bandwidth, load at "
                       f"{d['cold_start']['load_gb_per_s']:g} GB/s, warm up; on every new host, replacements included",
         "interruptions": "capacity hazard by provider kind and pricing (economics/data/preemption.json) plus hardware "

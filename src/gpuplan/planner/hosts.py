@@ -1,4 +1,5 @@
-"""How many hosts of one offer can be rented at once (data/hosts.json).
+"""What one host of an offer gives (data/hosts.json): how many can be rented at once, its internet
+bandwidth, and the billed time before a training job's first step.
 
 A price row says what one host costs, not how many are free. Where the offer names a limit
 (`Offer.max_nodes`, from deployability.csv) that is the answer; elsewhere a default by pricing
@@ -28,7 +29,20 @@ def hosts_available(offer: Offer, kind: str, override: int | None = None) -> tup
         return override, "--hosts-per-offer"
     if offer.max_nodes:
         return int(offer.max_nodes), "the offer's max_nodes"
-    d = hosts_data()
+    d = hosts_data()["available"]
     if kind not in PEER_KINDS and offer.pricing in d["by_pricing"]:  # e.g. RunPod Community Cloud
         return int(d["by_pricing"][offer.pricing]["hosts"]), f"default for a {offer.pricing} listing"
     return int(d["by_kind"][kind]["hosts"]), f"default for a {kind} listing"
+
+
+def bandwidth_gbps(kind: str) -> float:
+    """Internet bandwidth of one host of this provider kind, Gb/s (an assumption with its reason)."""
+    return float(hosts_data()["bandwidth_gbps"]["by_kind"][kind]["gbps"])
+
+
+def training_start_hours(kind: str, download_gb: float = 0.0) -> float:
+    """Billed hours on every node before the first step: boot, image pull, `download_gb` of base
+    weights (a fine-tune's; none when pre-training from scratch) at the host's bandwidth, launch."""
+    d = hosts_data()["training_start"]
+    gb_per_s = bandwidth_gbps(kind) / 8.0
+    return (d["provision_s"] + (d["image_gb"] + download_gb) / gb_per_s + d["launch_s"]) / 3600.0

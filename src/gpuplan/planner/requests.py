@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from gpuplan.display import fmt_duration
 from gpuplan.errors import UsageError
 from gpuplan.units import SECONDS_PER_MONTH, parse_quantity
 
@@ -487,7 +488,7 @@ def planned_final_run(req: TcoRequest, catalog) -> dict[str, Any]:
     return final_run_from_plan(best) | {
         "plan": best.model_dump(mode="json"),
         "summary": f"{best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}), "
-                   f"{best.wall_hours / 24:.1f} days, ${best.cost_usd:,.0f}",
+                   f"{fmt_duration(best.wall_hours)}, ${best.cost_usd:,.0f}",
     }
 
 

@@ -1,6 +1,7 @@
 """Training plans: every offer x node count, priced as a whole job, ranked by expected cost.
 
-For each offer the planner searches node counts (powers of two), takes the training
+For each offer the planner searches node counts (powers of two; whole blocks where the provider
+rents nodes only in blocks, such as CoreWeave's GB200 NVL72 racks of 18 trays), takes the training
 estimator's steady-state time for the best layout, adds what the run loses to failures,
 preemptions and checkpoints (Daly's model, with the provider's preemption rate and the
 cluster's hardware failure rate), bills whole nodes at the provider's granularity, and adds
@@ -17,9 +18,11 @@ import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
+from gpuplan.display import fmt_duration
 from gpuplan.perf.calibration import summary_entry as calibration_summary
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offer_rows, without_gc
 from gpuplan.planner.distinct import collapse_rows, where_label
+from gpuplan.planner.hosts import training_start_hours
 from gpuplan.planner.offer_rows import COLUMNS, as_offer
 from gpuplan.planner.network import Network, fabric_assumptions, offer_network
 from gpuplan.planner.pareto import pareto_front
@@ -89,6 +92,8 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     regime = estimator_regime("train", is_moe=model.is_moe, method=req.method, seq_len=req.seq_len,
                               total_params=model.total_params())
     weights_gb = _weights_gb(model.total_params(), req.method, req.precision)
+    # A fine-tune starts from released weights (bf16) that every node downloads; pre-training does not.
+    download_gb = model.total_params() * 2 / 1e9 if workload.kind == "finetune" else 0.0
 
     # One estimator call per (GPUs per node, network per GPU, precision run, attention kernel):
     # all GPU types and node counts at once.
@@ -97,13 +102,13 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     # size, host RAM, reserved term, fabric fields): each class is estimated once and its members are
     # priced together, as arrays; a row becomes a dict only when a plan shows it.
     offers = cands.offers  # OfferRow tuples, in catalog order
-    members = _members(list(map(_CLASS_KEY, offers)))
+    members = _with_node_multiples(_members(list(map(_CLASS_KEY, offers))), offers)
     progress.step(f"estimating {len(members):,} offer classes of {len(offers):,} offers")
     groups: dict[tuple, list] = collections.defaultdict(list)
     resolutions: dict[str, Any] = {}
     networks: dict[tuple, tuple[Network, float]] = {}
-    for m in members.values():
-        o = offers[m[0]]
+    for key, m in members.items():
+        o, mult = offers[m[0]], key[-1]
         if o.gpus_per_node < 1 or o.gpus_per_node != int(o.gpus_per_node):
             rejected["fractional GPU offer"] += len(m)
             continue
@@ -120,15 +125,17 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
             net = offer_network(o)
             found = networks[(gpn, net_key)] = (net, round(net.gbps_per_gpu(gpn), 6))
         net, gbps = found
-        groups[(gpn, gbps, res.precision, res.flash_attention)].append((o, res, net, m))
+        groups[(gpn, gbps, res.precision, res.flash_attention, mult)].append((o, res, net, m))
 
     ckpt_bytes = ckpt.checkpoint_bytes(model.total_params(), method=req.method)
-    failure_cache: dict[tuple[int, str, str, str], dict[str, Any]] = {}  # node counts depend only on gpn
+    failure_cache: dict[tuple, dict[str, Any]] = {}  # node counts depend only on gpn and the node multiple
     table = _RowTable(offers)
-    for g_rank, ((gpn, gbps, precision, flash), items) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
-        node_counts = np.array([n for n in NODE_COUNTS if n * gpn <= max_gpus])
+    for g_rank, ((gpn, gbps, precision, flash, mult), items) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
+        node_counts = node_counts_for(gpn, mult, max_gpus)
         if node_counts.size == 0:
-            rejected["node larger than --max-gpus"] += sum(len(it[3]) for it in items)
+            rejected["node larger than --max-gpus" if mult == 1 else
+                     f"sold only in blocks of {mult} nodes ({mult * gpn} GPUs), more than --max-gpus"] += \
+                sum(len(it[3]) for it in items)
             continue
         wl = workload.model_copy(update={"precision": precision, "flash_attention": flash})
         gpu_ids = sorted({it[0].gpu for it in items})
@@ -138,7 +145,7 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
         pending = []  # (class, its members' offer indices): priced together below
         for o, res, net, m in items:
             cls = _offer_class(o, res, net, catalog, grid, row_of, node_counts, gpn, cons, weights_gb, ckpt_bytes,
-                               failure_cache)
+                               failure_cache, mult, download_gb)
             if isinstance(cls, str):
                 rejected[cls] += len(m)
                 continue
@@ -200,8 +207,40 @@ def _weights_gb(params: float, method: str, precision: str) -> float:
     return params * (1.0 if precision in ("fp8",) else 0.5 if precision == "fp4" else 2.0) / 1e9
 
 
+def node_counts_for(gpus_per_node: int, node_multiple: int, max_gpus: int) -> np.ndarray:
+    """Node counts searched for one offer: powers of two, or where the provider rents nodes only in
+    blocks (whole NVL72 racks) that block size times 1, 2, 3, 4, 6, 8, 12, ... (racks are few, so
+    three of them is a real choice between two and four), within --max-gpus. A job that would fit in
+    fewer nodes than a block gets the whole block: it is billed anyway, and used."""
+    if node_multiple <= 1:
+        return np.array([n for n in NODE_COUNTS if n * gpus_per_node <= max_gpus], dtype=np.int64)
+    blocks = sorted(set(NODE_COUNTS) | {3 * n for n in NODE_COUNTS})
+    return np.array([k * node_multiple for k in blocks if k * node_multiple * gpus_per_node <= max_gpus],
+                    dtype=np.int64)
+
+
+def _with_node_multiples(members: dict[tuple, list[int]], offers) -> dict[tuple, list[int]]:
+    """Each class key with the node multiple of its members appended (1: any count), a class split
+    where its members' instance types are rented in different blocks. Only offers of the few
+    providers with a node_multiple in deployability.csv are looked at one by one."""
+    from gpuplan.catalog.deployability import node_multiple, providers_with_node_multiples
+
+    special = providers_with_node_multiples()
+    out: dict[tuple, list[int]] = {}
+    i_prov, i_type, i_gpn = (COLUMNS.index(c) for c in ("provider", "instance_type", "gpus_per_node"))
+    for key, m in members.items():
+        first = offers[m[0]]  # one class: one provider and node size
+        if (first[i_prov], float(first[i_gpn])) not in special and (first[i_prov], None) not in special:
+            out[key + (1,)] = m
+            continue
+        for i in m:
+            o = offers[i]
+            out.setdefault(key + (node_multiple(o[i_prov], o[i_type], o[i_gpn]),), []).append(i)
+    return out
+
+
 def _deployable_counts(fits: np.ndarray, node_counts: np.ndarray, o: Offer, provider, gpu, net: Network, cons,
-                       weights_gb: float) -> tuple[np.ndarray, str | None]:
+                       weights_gb: float, mult: int = 1) -> tuple[np.ndarray, str | None]:
     """Node counts this offer can deliver for this job, or the reason it can deliver none."""
     if not fits.any():
         return fits, "model does not fit in this GPU's memory at any count"
@@ -214,6 +253,9 @@ def _deployable_counts(fits: np.ndarray, node_counts: np.ndarray, o: Offer, prov
     limit = o.max_nodes or DEFAULT_MAX_NODES_UNKNOWN
     allowed &= node_counts <= limit
     if not allowed.any():
+        if mult > 1 and not (fits & (node_counts <= limit)).any():
+            return allowed, (f"sold only in blocks of {mult} nodes; the blocks that fit the model exceed the "
+                             f"{limit}-node cluster limit")
         return allowed, ("needs more nodes than the provider rents as one cluster" if o.max_nodes else
                          f"needs more than {DEFAULT_MAX_NODES_UNKNOWN} nodes; larger clusters are contracted, not listed")
     allowed &= np.array([excluded_reason(o, provider, gpu, int(n), "train", cons.allow_decentralized) is None
@@ -230,30 +272,33 @@ def _deployable_counts(fits: np.ndarray, node_counts: np.ndarray, o: Offer, prov
 class _OfferClass:
     """What plan_training works out once for all offers of one class (see `_offer_class`)."""
 
-    __slots__ = ("provider", "gpu", "i", "fm", "k_idx", "wall_h", "useful_h", "res", "net")
+    __slots__ = ("provider", "gpu", "i", "fm", "k_idx", "wall_h", "useful_h", "res", "net", "mult")
 
-    def __init__(self, provider, gpu, i, fm, k_idx, wall_h, useful_h, res, net):
+    def __init__(self, provider, gpu, i, fm, k_idx, wall_h, useful_h, res, net, mult=1):
         self.provider, self.gpu, self.i, self.fm, self.k_idx = provider, gpu, i, fm, k_idx
-        self.wall_h, self.useful_h, self.res, self.net = wall_h, useful_h, res, net
+        self.wall_h, self.useful_h, self.res, self.net, self.mult = wall_h, useful_h, res, net, mult
 
 
 def _offer_class(o: Offer, res, net: Network, catalog: Catalog, grid, row_of, node_counts, gpn: int, cons,
-                 weights_gb: float, ckpt_bytes: float, failure_cache: dict) -> "_OfferClass | str":
-    """The usable node counts and wall times of offers like `o`, or why they have none."""
+                 weights_gb: float, ckpt_bytes: float, failure_cache: dict, mult: int = 1,
+                 download_gb: float = 0.0) -> "_OfferClass | str":
+    """The usable node counts and wall times of offers like `o`, or why they have none. Useful time is
+    the estimator's steady-state time plus the billed start on every node (boot, image, base weights,
+    launch: planner/hosts.py); interruptions and checkpoints stretch it by the failure factor."""
     provider = catalog.provider_record(o.provider)
     gpu = catalog.gpus[o.gpu]
     i = row_of[o.gpu]
-    allowed, reason = _deployable_counts(grid.fits[i], node_counts, o, provider, gpu, net, cons, weights_gb)
+    allowed, reason = _deployable_counts(grid.fits[i], node_counts, o, provider, gpu, net, cons, weights_gb, mult)
     if reason:
         return reason
-    key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "")
+    key = (gpn, provider.kind, o.pricing, o.provider if o.preemptible else "", mult)
     if key not in failure_cache:
         failure_cache[key] = failure_arrays(node_counts, gpn, provider.kind, o.pricing, ckpt_bytes, key[3])
     fm = failure_cache[key]
     usable = allowed & fm["stable"]
     if not usable.any():
         return f"interrupted too often (wall > {MAX_WALL_OVER_STEADY:g}x steady state)"
-    useful_h = np.where(usable, grid.wall_hours[i], np.nan)
+    useful_h = np.where(usable, grid.wall_hours[i] + training_start_hours(provider.kind, download_gb), np.nan)
     wall_h = useful_h * fm["factor"]
     usable &= wall_h <= ABSURD_WALL_HOURS
     if not usable.any():
@@ -262,7 +307,7 @@ def _offer_class(o: Offer, res, net: Network, catalog: Catalog, grid, row_of, no
         usable &= wall_h >= o.commitment_term_h  # a reservation applies only to a run covering its term
         if not usable.any():
             return "reserved term longer than the run"
-    return _OfferClass(provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net)
+    return _OfferClass(provider, gpu, i, fm, np.flatnonzero(usable), wall_h, useful_h, res, net, mult)
 
 
 # What an offer's class is made of (see plan_training): the fields everything but the price reads.
@@ -341,7 +386,7 @@ def _price_classes(table: "_RowTable", g_rank: int, pending, node_counts, gpn, g
                 mtbf_h=float(fm["mtbf_h"][k]), delta_h=float(fm["delta_h"][k]), tau_h=float(fm["tau_h"][k]),
                 factor=float(fm["factor"][k]), saves_on_notice=bool(fm["saves_on_notice"][k]),
                 notice_s=fm["notice_s"], mc_mtbf_h=float(fm["mc_mtbf_h"][k]), mc_scale=float(fm["mc_scale"][k]),
-                res=cls.res, ckpt_bytes=ckpt_bytes, gpn=gpn)
+                res=cls.res, ckpt_bytes=ckpt_bytes, gpn=gpn, node_multiple=cls.mult)
             common_ids[picks == pick] = table.add_common(cls, storage, egress, notes, common)
         table.add(g_rank, np.asarray(positions, dtype=np.int64), common_ids,
                   c[np.arange(len(positions)), picks])
@@ -583,8 +628,8 @@ def _what_would_fit(rows, cost, wall, cons, max_wall_h: float) -> list[str]:
     fastest, cheapest = int(np.argmin(wall)), int(np.argmin(cost))
     f = rows[fastest]
     out = [f"the fastest candidate, {f['provider'].name} {f['nodes']}x{f['offer'].gpus_per_node:g} {f['offer'].gpu}, takes "
-           f"{wall[fastest] / 24:.1f} days for ${cost[fastest]:,.0f}; the cheapest, ${cost[cheapest]:,.0f} in "
-           f"{wall[cheapest] / 24:.1f} days"]
+           f"{fmt_duration(wall[fastest])} for ${cost[fastest]:,.0f}; the cheapest, ${cost[cheapest]:,.0f} in "
+           f"{fmt_duration(wall[cheapest])}"]
     limit_h = min(max_wall_h, cons.deadline_hours or max_wall_h)
     if wall[fastest] > limit_h:
         need = f["gpus"] * wall[fastest] / limit_h  # ideal scaling: a lower bound
@@ -649,6 +694,10 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
         risk += 0.1 if vb.arch not in ("Hopper", "Ampere") else 0.0
         notes.append(f"{vb.arch} training efficiency x{vb.factor:.2f} of Hopper's ({vb.basis}"
                      f"{': ' + vb.note if vb.note else ''})")
+    mult = r.get("node_multiple", 1)
+    if mult > 1:
+        notes.append(f"{provider.name} rents {o.instance_type} only in blocks of {mult} nodes ({mult * r['gpn']} GPUs, "
+                     f"one NVLink domain each): {r['nodes']} nodes = {r['nodes'] // mult} block(s), all billed and used")
     if o.commitment_term_h:
         notes.append(f"reserved: the {o.commitment_term_h:.0f} h term is covered by the {r['wall_h']:.0f} h run")
     return min(1.0, risk), notes
@@ -656,6 +705,8 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
 
 def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, samples: np.ndarray | None,
              req: TrainPlanRequest, also_at: list[str], regime: tuple[str, float, str]) -> Plan:
+    from gpuplan.perf.training_time import nvlink_domain
+
     o, provider, grid, i, k = r["offer"], r["provider"], r["grid"], r["i"], r["k"]
     lay = {key: int(grid.layout[key][i, k]) for key in grid.layout}
     spread: Spread = r["spread"]
@@ -683,7 +734,8 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, 
         risk=risk, risk_notes=notes, warnings=r["storage_notes"],
         price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence, offer=as_offer(o),
         assumptions={
-            "steady_state_hours": r["useful_h"], "mfu": float(grid.mfu[i, k]), "tokens_per_s": float(grid.tokens_per_s[i, k]),
+            "steady_state_hours": r["useful_h"], "start_hours": r["useful_h"] - float(grid.wall_hours[i, k]),
+            "mfu": float(grid.mfu[i, k]), "tokens_per_s": float(grid.tokens_per_s[i, k]),
             "step_time_s": float(grid.step_time_s[i, k]), "memory_per_gpu_gb": float(grid.memory_per_gpu_gb[i, k]),
             "job_mtbf_hours": r["mtbf_h"], "checkpoint_write_s": r["delta_h"] * 3600, "restart_hours": r["restart_h"],
             "interruptions_per_node_hour": r["rate"], "wall_over_steady": r["factor"],
@@ -692,6 +744,8 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, 
             "max_nodes": o.max_nodes, "vendor_efficiency_factor": r["vendor"].factor,
             "architecture": r["vendor"].arch, "flash_attention": r["res"].flash_attention,
             "billed_hours": r["billed_h"], "checkpoint_on_preemption_notice": r["saves_on_notice"],
+            "node_multiple": r.get("node_multiple", 1),
+            "nvlink_domain_gpus": nvlink_domain(r["gpu"], int(o.gpus_per_node)),
         },
     )
 
@@ -723,8 +777,14 @@ def _assumptions(req, goodput: float, target_h: float, max_wall_h: float) -> dic
         "failures": "Daly (2006) wall-time model with per-GPU-hour hardware failure rate and provider preemption rates",
         "network": fabric_assumptions(),
         "multi_node": "only on cluster products with a GPU fabric unless --allow-unclustered; at most the "
-                      f"provider's published cluster size, else {DEFAULT_MAX_NODES_UNKNOWN} nodes",
+                      f"provider's published cluster size, else {DEFAULT_MAX_NODES_UNKNOWN} nodes; in whole blocks "
+                      "where the provider rents only blocks (deployability.csv node_multiple, e.g. NVL72 racks)",
+        "nvlink_domain": "collectives of a job inside one NVLink domain run at NVLink speed: the node, or "
+                         "the 72-GPU rack of NVL72 GPUs (GB200/GB300) across its 4-GPU trays; beyond it, "
+                         "the inter-node fabric",
         "host_ram": f"{HOST_RAM_BASE_GB:g} GB plus the node's share of the weights",
+        "start": "billed on every node before the first step: boot, image pull, a fine-tune's base weights at "
+                 "the host's bandwidth by provider kind, launch (planner/data/hosts.json)",
         "band": "p10/p90 combine estimator error (regime), vendor efficiency, network, price age/confidence "
                 f"and a seeded Monte Carlo of failures ({MONTE_CARLO_TRIALS} trials) for the top {MONTE_CARLO_TOP}",
         "ranking": "75th percentile of each plan's cost band; ties_first marks bands overlapping #1's",
@@ -746,7 +806,7 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
     best = plans[0]
     lines = [f"#1 {best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}, {best.region}): "
              f"${best.cost_usd:,.0f} expected (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
-             f"{best.wall_hours / 24:.1f} days (p90 {best.wall_p90_hours / 24:.1f}); "
+             f"{fmt_duration(best.wall_hours)} (p90 {fmt_duration(best.wall_p90_hours)}); "
              f"widest uncertainty: {best.uncertainty.get('dominant', '?').replace('_', ' ')}"]
     lines.extend(ties_line(plans))
     for other in plans[1:4]:
@@ -775,7 +835,7 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
             head += (f", cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
                      f"${best.offer.price_per_gpu_hour_usd:.2f})")
         if other.wall_hours < best.wall_hours * 0.95:
-            head += f" but finishes {(best.wall_hours - other.wall_hours) / 24:.1f} days sooner"
+            head += f" but finishes {fmt_duration(best.wall_hours - other.wall_hours)} sooner"
         lines.append(head + ": " + (", ".join(reasons) if reasons else "a higher price for the same work"))
     lines.extend(flips)
     if deadline_h is None and best.wall_hours > target_h:
@@ -787,8 +847,8 @@ def _why_none(cost: np.ndarray, wall: np.ndarray) -> list[str]:
     """Every plan failed --budget or --deadline: say what the nearest ones would take."""
     cheapest, fastest = int(np.argmin(cost)), int(np.argmin(wall))
     return ["no offer meets the constraints; see 'not ranked'",
-            f"the cheapest plan costs ${cost[cheapest]:,.0f} and takes {wall[cheapest] / 24:.1f} days; "
-            f"the fastest ranked plan takes {wall[fastest] / 24:.1f} days for ${cost[fastest]:,.0f}"]
+            f"the cheapest plan costs ${cost[cheapest]:,.0f} and takes {fmt_duration(wall[cheapest])}; "
+            f"the fastest ranked plan takes {fmt_duration(wall[fastest])} for ${cost[fastest]:,.0f}"]
 
 
 def _empty_result(req, model, workload, rejected, cands, closest: list[Plan], would_fit: list[str] | None = None
