@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
           f"all-reduce {eff.allreduce_latency_us:.1f} us, step overhead {eff.step_overhead_ms:.2f} ms, "
           f"latency factor {eff.latency_factor:.3f}, MoE t_half {eff.moe_half_tokens:.1f} tokens, "
           f"MoE pair overhead {eff.moe_pair_overhead_ns:.1f} ns, expert-popularity CV {eff.ep_hot_excess:.2f}, "
-          f"layer floor {eff.layer_overhead_us:.1f} us, engine factors "
+          f"layer floor {eff.layer_overhead_us:.1f} us, server front end {eff.frontend_ms:.1f} ms, engine factors "
           f"{ {k: round(x, 3) for k, x in eff.engine_factor.items()} }  [{eff.source}]")
     rows = v.usable_rows()
     print(f"rows: {len(rows)} used from {len({r['source_id'] for r in rows})} sources; by regime: "

@@ -2,10 +2,11 @@
 """Fit the serving model's shared efficiency parameters to the published runs.
 
 Reads src/gpuplan/perf/data/inference-runs.csv (scripts/build_serving_validation.py) and fits
-eleven shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
+twelve shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
 eta_c, the NVLink all-reduce latency, a per-step overhead, a per-layer kernel floor, the
 decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert, a
-router/permutation time per token-expert pair, the expert-parallel routing skew, and the
+router/permutation time per token-expert pair, the expert-parallel routing skew, a served
+request's front-end time (TTFT outside the engine iterations), and the
 speeds of vLLM and of the static-batch engine (Optimum-Habana) relative to TensorRT-LLM.
 Nelder-Mead restarts from its best point (--restarts) until a pass gains < 0.1 %.
 Nothing is fitted per model or per row. Writes
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         "moe_pair_overhead_ns": round(eff.moe_pair_overhead_ns, 2),
         "layer_overhead_us": round(eff.layer_overhead_us, 2),
         "ep_hot_excess": round(eff.ep_hot_excess, 4),
+        "frontend_ms": round(eff.frontend_ms, 3),
         "engine_factor": {k: round(x, 4) for k, x in eff.engine_factor.items()},
     }
     doc = {
@@ -59,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                  "router/permutation time per token-expert pair per MoE layer; layer_overhead_us: kernel floor per layer per step "
                  "(CUDA-graph decode); ep_hot_excess: coefficient of variation of expert popularity; the busiest of "
                  "ep GPUs holding E/ep experts each carries 1 + ep_hot_excess x sqrt(ep/E) x sqrt(2 ln ep) of the mean "
-                 "load (at most 1.5: a physical ceiling); lowp_gemm_ratio (not fitted, "
+                 "load (at most 1.5: a physical ceiling); frontend_ms: a served "
+                 "request's time outside the engine iterations (HTTP, tokenisation, admission, first-token streaming), "
+                 "added to TTFT, zero for offline harnesses (trtllm-bench, benchmark_latency, library calls); lowp_gemm_ratio (not fitted, "
                  "formulas.md \u00a75): share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: "
                  "speed of the per-token work relative to TensorRT-LLM (reference, 1.0); continuous-batching engines "
                  "without rows (SGLang) run at the mean of vLLM and TensorRT-LLM."),

@@ -75,9 +75,11 @@ def test_throughput_rises_and_latency_grows_with_concurrency(models):
     thr = [r.output_tokens_per_s for r in res]
     tpot = [r.tpot_ms for r in res]
     assert thr == sorted(thr) and tpot == sorted(tpot)
-    # Batch 1 is memory-bound: TPOT ≈ weights / (BW·η_bw) / engine factor.
+    # Batch 1 is memory-bound: TPOT ≈ weights / (BW·η_bw·latency factor) (CUDA-graph decode, no engine factor)
+    # + the per-layer kernel floor of 32 layers + the per-step overhead.
     a = res[0].assumptions
-    floor_ms = 16.06e9 / (3.35e12 * a["eta_bw"]) / a["engine_factor"] * 1e3
+    floor_ms = (16.06e9 / (3.35e12 * a["eta_bw"] * a["latency_factor"]) + 32 * a["layer_overhead_us"] * 1e-6
+                + a["step_overhead_ms"] * 1e-3) * 1e3
     assert res[0].tpot_ms == pytest.approx(floor_ms, rel=0.15)
     assert res[0].decode_bound == "memory"
 
@@ -440,7 +442,28 @@ def test_ttft_waits_for_the_iteration_in_flight(models):
 
     r = _steps(models, "llama-3.1-8b", "H100", 1, "fp8", "fp8")
     ttft, tpot = r.latency(np.array([1.0, 8.0]), 500, 200)
+    fe = r.frontend_s  # the server's front end, once per request
+    assert fe > 0
     alone = r.steps.step_time_s(0.0, 500.0, 600.0, 250.0)
-    assert ttft[0] == pytest.approx(float(alone), rel=1e-9)  # nobody else running: no wait
+    assert ttft[0] == pytest.approx(float(alone) + fe, rel=1e-9)  # nobody else running: no wait
     busy = r.steps.step_time_s(7.0, 500.0, 600.0, 250.0)
-    assert ttft[1] == pytest.approx(float(busy) + 0.5 * tpot[1], rel=1e-9)
+    assert ttft[1] == pytest.approx(float(busy) + 0.5 * tpot[1] + fe, rel=1e-9)
+
+
+def test_front_end_time_adds_to_ttft_only_and_is_overridable(models):
+    from dataclasses import replace
+
+    from gpuplan.perf.engines import fitted_efficiency
+
+    m = models["llama-3.1-8b"]
+    eff = fitted_efficiency()
+    assert 0 < eff.frontend_ms < 50
+    kw = dict(input_len=500, output_len=200, concurrency=4)
+    with_fe = estimate_serving(m, "H100", efficiency=eff, **kw)
+    without = estimate_serving(m, "H100", efficiency=replace(eff, frontend_ms=0.0), **kw)
+    assert with_fe.ttft_ms - without.ttft_ms == pytest.approx(eff.frontend_ms, rel=1e-6)
+    assert with_fe.tpot_ms == pytest.approx(without.tpot_ms, rel=1e-12)
+    assert with_fe.assumptions["frontend_ms"] == pytest.approx(eff.frontend_ms)
+    # A static-batch engine is an offline harness: no front end in its timings.
+    static = estimate_serving(m, "H100", engine="optimum-habana", efficiency=eff, **kw)
+    assert static.assumptions["frontend_ms"] == 0.0

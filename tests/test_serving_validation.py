@@ -115,11 +115,13 @@ def test_parameters_are_few_and_physical():
     assert 0 < eff.allreduce_latency_us < 60 and 0 <= eff.step_overhead_ms < 10 and 0 <= eff.layer_overhead_us < 200
     assert 1 <= eff.moe_half_tokens <= 512 and 0 <= eff.moe_pair_overhead_ns <= 200
     assert 0 <= eff.ep_hot_excess <= v.EP_SKEW_MAX <= 1.5  # CV of expert popularity: a physical ceiling
+    assert 0 <= eff.frontend_ms < v.FRONTEND_MS_MAX  # a served request's front end: milliseconds, not seconds
     assert set(eff.engine_factor) <= {"vllm", "sglang", "trtllm", "optimum-habana"} and eff.engine_factor["trtllm"] == 1.0
-    assert len(v._NAMES) <= 11
+    assert len(v._NAMES) <= 12
 
 
-def test_leave_one_source_out_never_fits_on_the_held_out_source(monkeypatch):
+@pytest.mark.parametrize("by_family", [False, True], ids=["by-source", "by-family"])
+def test_leave_out_never_fits_on_the_held_out_group(monkeypatch, by_family):
     seen = []
 
     def fake_fit(rows, start=None, iters=0, restart=True):
@@ -128,31 +130,17 @@ def test_leave_one_source_out_never_fits_on_the_held_out_source(monkeypatch):
 
     monkeypatch.setattr(v, "fit", fake_fit)
     monkeypatch.setattr(v, "errors", lambda eff, rows: [{"source_id": r["source_id"]} for r in rows])
-    out = v.leave_one_source_out(fitted_efficiency())
-    sources = sorted({r["source_id"] for r in v.usable_rows()})
-    assert len(seen) == len(sources)
-    for held, used in zip(sources, seen):
-        assert held not in used
+    out = v.leave_one_source_out(fitted_efficiency(), by_family=by_family)
+    key = v.source_family if by_family else (lambda sid: sid)
+    groups = sorted({key(r["source_id"]) for r in v.usable_rows()})
+    assert len(seen) == len(groups)
+    for held, used in zip(groups, seen):
+        assert not any(key(sid) == held for sid in used)
     assert len(out) == len(v.usable_rows())
-
-
-def test_leave_one_family_out_holds_out_every_version_of_a_table(monkeypatch):
-    seen = []
-
-    def fake_fit(rows, start=None, iters=0, restart=True):
-        seen.append({r["source_id"] for r in rows})
-        return start
-
-    monkeypatch.setattr(v, "fit", fake_fit)
-    monkeypatch.setattr(v, "errors", lambda eff, rows: [{"source_id": r["source_id"]} for r in rows])
-    out = v.leave_one_source_out(fitted_efficiency(), by_family=True)
-    fams = sorted({v.source_family(r["source_id"]) for r in v.usable_rows()})
-    assert len(seen) == len(fams) < len({r["source_id"] for r in v.usable_rows()})
-    for fam, used in zip(fams, seen):
-        assert not any(v.source_family(sid) == fam for sid in used)
-    # TensorRT-LLM's v1.0 and v1.2 tables re-measure the same setups: one family, held out together.
-    assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
-    assert len(out) == len(v.usable_rows())
+    if by_family:
+        # TensorRT-LLM's v1.0 and v1.2 tables re-measure the same setups: one family, held out together.
+        assert len(groups) < len({r["source_id"] for r in v.usable_rows()})
+        assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
 
 
 def test_error_bands_ship_per_regime():
@@ -163,3 +151,19 @@ def test_error_bands_ship_per_regime():
         assert b is not None and b["n"] >= 5, reg
         assert b["p10"] <= b["p50"] <= b["p90"]
     assert v.error_band("no-such-regime") is None
+
+
+def test_a_fit_holds_what_its_rows_cannot_inform():
+    eff = fitted_efficiency()
+    rows = v.fit_rows()
+    assert v.unidentified(rows) == set()  # the full fit informs every parameter
+    no_served = [r for r in rows if r["source_id"] != "trtllm-serving-v0.14"]
+    assert "frontend_ms" in v.unidentified(no_served)
+    # A held-out source that was a parameter's only evidence: the refit assumes the unfitted default, not the full fit.
+    assert v._unfitted_for(eff, {"frontend_ms", "f_vllm"}).frontend_ms == 0.0
+    assert v._unfitted_for(eff, {"f_vllm"}).engine_factor["vllm"] == 1.0
+    gaudi = [r for r in rows if r["engine"] == "optimum-habana"][:3]
+    assert {"f_vllm", "frontend_ms"} <= v.unidentified(gaudi)
+    refit = v.fit(gaudi, start=eff, iters=3, restart=False)
+    assert refit.engine_factor["vllm"] == pytest.approx(eff.engine_factor["vllm"], rel=1e-9)
+    assert refit.frontend_ms == pytest.approx(eff.frontend_ms, rel=1e-9)

@@ -28,6 +28,7 @@ _UNFITTED = {
     "moe_pair_overhead_ns": 0.0,
     "layer_overhead_us": 0.0,
     "ep_hot_excess": 0.0,
+    "frontend_ms": 0.0,
     "engine_factor": {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0, "optimum-habana": 1.0},
 }
 
@@ -61,6 +62,10 @@ class Efficiency:
     # popularity; the busiest of ep GPUs carries about 1 + c x sqrt(ep / experts) x sqrt(2 ln ep) of the mean
     # token-expert pairs before sampling noise (no expert-load balancer assumed; inference_timing.py).
     ep_hot_excess: float = 0.0
+    # Per request, outside the engine's iterations: the server's HTTP handling, tokenisation, admission into the
+    # running batch and the first token's detokenisation and streaming. Added once to TTFT (so to E2E); it does
+    # not occupy the GPU, so it costs throughput only through the closed loop's E2E.
+    frontend_ms: float = 0.0
     source: str = "unfitted defaults"
 
     def with_overrides(self, **kw) -> "Efficiency":
@@ -70,7 +75,8 @@ class Efficiency:
                 continue
             _check_positive(k, v, upper=None if k in ("allreduce_latency_us", "step_overhead_ms", "moe_half_tokens",
                                                       "latency_factor", "moe_pair_overhead_ns",
-                                                      "layer_overhead_us", "ep_hot_excess") else 1.0)
+                                                      "layer_overhead_us", "ep_hot_excess",
+                                                      "frontend_ms") else 1.0)
         return replace(self, **clean) if clean else self
 
 
@@ -167,6 +173,7 @@ def fitted_efficiency() -> Efficiency:
         latency_factor=float(p.get("latency_factor", 1.0)), moe_half_tokens=float(p.get("moe_half_tokens", 16.0)),
         moe_pair_overhead_ns=float(p.get("moe_pair_overhead_ns", 0.0)),
         layer_overhead_us=float(p.get("layer_overhead_us", 0.0)), ep_hot_excess=float(p.get("ep_hot_excess", 0.0)),
+        frontend_ms=float(p.get("frontend_ms", 0.0)),
         engine_factor={k: float(v) for k, v in p["engine_factor"].items()}, source=source,
     )
 

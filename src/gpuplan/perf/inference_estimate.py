@@ -136,6 +136,9 @@ class _Replica:
         self.max_num_seqs = max_num_seqs * (tp if dp_attention else 1)
         self.token_budget = float(engine.max_num_batched_tokens * (tp if dp_attention else 1))
         self.memory_fraction = memory_fraction
+        # A served request's time outside the iterations (HTTP, tokenisation, admission, streaming). A static-batch
+        # engine is an offline harness here (Optimum-Habana's generation script): no server in front of it.
+        self.frontend_s = 0.0 if self.static else eff.frontend_ms * 1e-3
         self.dp_attention = dp_attention
         self.weights_gpu = mem.weight_bytes_per_gpu(shape, wf.bytes_per_param, tp, dp_attention, ep)
         seqs = max_num_seqs
@@ -166,9 +169,13 @@ class _Replica:
         dense_read = mem.weight_bytes(shape, wf.bytes_per_param) - shape.routed_expert_params * wf.bytes_per_param
         dense_read -= shape.input_embedding_params * mem.EMBEDDING_BYTES_PER_PARAM  # lookup, not a GEMM
         dense_read = dense_read if dp_attention and shape.n_experts else dense_read / tp
-        gemm_rate = gemm_peak * 1e12 * eff.eta_c * af * (eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops else 1.0)
+        # 8/4-bit GEMMs reach a smaller share of their own (higher) peak; so do weight-only (mixed-input) GEMMs, which
+        # dequantize their narrow weights to the 16-bit math inside the main loop.
+        mixed_input = wf.compute == "bf16" and wf.bytes_per_param < 2.0
+        gemm_rate = gemm_peak * 1e12 * eff.eta_c * af * (
+            eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops or mixed_input else 1.0)
         bf16_rate = gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af
-        dense_rate = bf16_rate if mem.dense_bytes_per_param(shape, wf.bytes_per_param) != wf.bytes_per_param else gemm_rate
+        dense_rate = bf16_rate if mem.dense_kept_16bit(shape, wf.bytes_per_param) else gemm_rate
         self.steps = StepModel(
             shape=shape, tp=tp, dp_attention=dp_attention, ep=ep, nvlink=gpu.nvlink_gbps > 0,
             latency_factor=eff.latency_factor, moe_half_tokens=eff.moe_half_tokens,
@@ -222,7 +229,7 @@ class _Replica:
         tpot = self.steps.step_time_s(b, others * isl / osl, ctx, isl / 2.0)
         # A request that arrives while others run waits for the iteration in flight to end before its
         # prompt is scheduled: half an iteration on average (none when it runs alone).
-        ttft = ttft + 0.5 * np.minimum(others, 1.0) * tpot
+        ttft = ttft + 0.5 * np.minimum(others, 1.0) * tpot + self.frontend_s
         return ttft, tpot
 
     def cycle_s(self, b: np.ndarray, isl: int, osl: int) -> np.ndarray:
@@ -379,14 +386,15 @@ def estimate_serving(
         "dp_attention": dp_attention, "ep": rep.ep, "kv_shards_per_token": rep.kv_shards,
         "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens,
         "moe_pair_overhead_ns": eff.moe_pair_overhead_ns, "layer_overhead_us": eff.layer_overhead_us,
-        "ep_hot_excess": eff.ep_hot_excess,
+        "ep_hot_excess": eff.ep_hot_excess, "frontend_ms": rep.frontend_s * 1e3,
         "decode_latency": "weight stream at eta_bw x latency_factor (CUDA-graph decode), no engine factor; "
                           "all-reduce: cheaper of one-shot and two-shot on NVLink, ring on PCIe",
         "local_attention": (f"{shape.n_local_layers} of {shape.n_layers} layers attend to the last {shape.local_window} tokens"
                             if shape.local_window and shape.n_local_layers else None),
         "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
         "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
-        "ttft": ("prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
+        "ttft": ("server front end (HTTP, tokenisation, admission, streaming) + "
+                 "prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
                  "closed loop, queueing only beyond max concurrency"),
         "output_head": "16-bit, run for sampled tokens only, at bf16 rate",
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
@@ -394,7 +402,7 @@ def estimate_serving(
                         "+ sqrt(2 ln ep / m), c = ep_hot_excess (CV of expert popularity); all-to-all sends a token once "
                         "per other GPU holding one of its experts"
                         + ("; non-expert weights 16-bit (native 4-bit checkpoint quantizes experts only)"
-                           if mem.dense_bytes_per_param(shape, wf.bytes_per_param) != wf.bytes_per_param else "")) if shape.n_experts else None,
+                           if mem.dense_kept_16bit(shape, wf.bytes_per_param) else "")) if shape.n_experts else None,
     }
     base = dict(model=m.name, gpu=g.id, n_gpus=total, tp=tp, replicas=replicas, engine=eng.key, precision=wf.key,
                 kv_precision=kv, input_len=isl, output_len=osl, kv_bytes_per_token=rep.kv_bytes_token,

@@ -113,6 +113,11 @@ def dense_bytes_per_param(shape: ModelShape, bytes_per_param: float) -> float:
     return max(bytes_per_param, EMBEDDING_BYTES_PER_PARAM) if shape.experts_only_lowp and bytes_per_param < 1.0 else bytes_per_param
 
 
+def dense_kept_16bit(shape: ModelShape, bytes_per_param: float) -> bool:
+    """True where the non-expert weights stay 16-bit while the experts are quantized (native 4-bit MoE checkpoint)."""
+    return dense_bytes_per_param(shape, bytes_per_param) != bytes_per_param
+
+
 def weight_bytes(shape: ModelShape, bytes_per_param: float) -> float:
     """All weights of one copy of the model; embeddings stay 16-bit in quantized checkpoints."""
     emb = shape.embedding_params

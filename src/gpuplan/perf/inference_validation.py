@@ -4,10 +4,10 @@ Rows come from `data/inference-runs.csv` (built by scripts/build_serving_validat
 model shapes pinned for them from `data/inference-models.json`. Each usable row yields one
 or more comparisons: output tokens/s for throughput rows, TTFT and TPOT where measured.
 
-The fit adjusts eleven shared numbers (η_bw, η_c, the NVLink all-reduce latency, a per-step
+The fit adjusts twelve shared numbers (η_bw, η_c, the NVLink all-reduce latency, a per-step
 overhead, a per-layer kernel floor, the decode weight-stream latency factor, the grouped-GEMM
 half-efficiency token count, a router/permutation time per token-expert pair, the
-expert-parallel routing skew, and the speeds of vLLM and of the static-batch engine relative
+expert-parallel routing skew, a served request's front-end time, and the speeds of vLLM and of the static-batch engine relative
 to TensorRT-LLM, the reference at 1.0) to minimise a robust (soft-L1) loss on log errors,
 each regime weighted alike, so one badly-behaved deployment cannot drag every other
 prediction.
@@ -146,10 +146,23 @@ def comparisons(rows: list[dict] | None = None) -> list[Comparison]:
     return out
 
 
+# Sources whose rows were measured through a serving front end (an HTTP / gRPC server with its tokeniser) besides
+# those whose scenario is server_slo: `vllm bench serve` against `vllm serve`. Every other row is an offline harness
+# (trtllm-bench, benchmark_latency / benchmark_throughput, a library call) with no front end in its timings.
+SERVED_SOURCES = frozenset({"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100"})
+
+
+def served(row: dict) -> bool:
+    """Whether a row's timings include a server front end (see Efficiency.frontend_ms)."""
+    return row["scenario"] == "server_slo" or row["source_id"] in SERVED_SOURCES
+
+
 def predict_row(row: dict, eff: Efficiency):
     from gpuplan.perf.inference_estimate import estimate_serving
 
     conc = row["concurrency"]
+    if not served(row):
+        eff = replace(eff, frontend_ms=0.0)
     return estimate_serving(
         validation_models()[row["model"]], row["gpu"], n_gpus=int(row["n_gpus"]), tp=int(row["tp"]),
         precision=row["precision"], kv_precision=row["kv_precision"] or None,
@@ -173,9 +186,10 @@ def predictions(eff: Efficiency, rows: list[dict] | None = None) -> dict[tuple[i
 
 # ---------------------------------------------------------------- fitting ----------
 _NAMES = ("eta_bw", "eta_c", "allreduce_latency_us", "step_overhead_ms", "latency_factor", "moe_half_tokens", "moe_pair_overhead_ns",
-          "layer_overhead_us", "ep_hot_excess") + tuple(
+          "layer_overhead_us", "ep_hot_excess", "frontend_ms") + tuple(
     f"f_{e}" for e in FITTED_ENGINES)
-_N_CORE = 9
+_N_CORE = 10
+FRONTEND_MS_MAX = 50.0
 
 
 def _to_params(z: np.ndarray, base: Efficiency) -> Efficiency:
@@ -190,7 +204,7 @@ def _to_params(z: np.ndarray, base: Efficiency) -> Efficiency:
                    allreduce_latency_us=sig(z[2], 1.0, 60.0), step_overhead_ms=sig(z[3], 0.0, 10.0),
                    latency_factor=sig(z[4], 0.5, 1.0 / ETA_BW_MAX), moe_half_tokens=math.exp(sig(z[5], 0.0, math.log(512.0))),
                    moe_pair_overhead_ns=sig(z[6], 0.0, 200.0), layer_overhead_us=sig(z[7], 0.0, 200.0),
-                   ep_hot_excess=sig(z[8], 0.0, EP_SKEW_MAX),
+                   ep_hot_excess=sig(z[8], 0.0, EP_SKEW_MAX), frontend_ms=sig(z[9], 0.0, FRONTEND_MS_MAX),
                    engine_factor=factors, source="fitted")
 
 
@@ -247,22 +261,56 @@ def _from_params(eff: Efficiency) -> np.ndarray:
          logit(eff.step_overhead_ms, 0.0, 10.0), logit(eff.latency_factor, 0.5, 1.0 / ETA_BW_MAX),
          logit(math.log(max(eff.moe_half_tokens, 1.0001)), 0.0, math.log(512.0)),
          logit(eff.moe_pair_overhead_ns, 0.0, 200.0), logit(eff.layer_overhead_us, 0.0, 200.0),
-         logit(eff.ep_hot_excess, 0.0, EP_SKEW_MAX)]
+         logit(eff.ep_hot_excess, 0.0, EP_SKEW_MAX), logit(eff.frontend_ms, 0.0, FRONTEND_MS_MAX)]
     z += [logit(eff.engine_factor.get(e, 1.0), 0.2, 2.0) for e in FITTED_ENGINES]
     return np.clip(np.asarray(z, dtype=float), -6, 6)
+
+
+def unidentified(rows: list[dict]) -> set[str]:
+    """Parameters (names of _NAMES) that no comparison of `rows` depends on: an engine's speed without a row of that
+    engine, the front-end time without a served row that measures TTFT. A fit holds them where it starts."""
+    engines = {r["engine"] for r in rows}
+    out = {f"f_{e}" for e in FITTED_ENGINES if e not in engines}
+    if not any(served(r) and _f(r["measured_ttft_ms"]) for r in rows):
+        out.add("frontend_ms")
+    return out
+
+
+def _unfitted_for(eff: Efficiency, names: set[str]) -> Efficiency:
+    """`eff` with the named parameters at their unfitted defaults (what is assumed without data)."""
+    from gpuplan.perf.engines import _UNFITTED
+
+    factors = dict(eff.engine_factor)
+    kw = {}
+    for n in names:
+        if n.startswith("f_"):
+            factors[n[2:]] = _UNFITTED["engine_factor"].get(n[2:], 1.0)
+        else:
+            kw[n] = _UNFITTED[n]
+    return replace(eff, engine_factor=factors, **kw)
 
 
 def fit(rows: list[dict] | None = None, start: Efficiency | None = None, iters: int = 400,
         restart: bool = True, restarts: int = 1) -> Efficiency:
     """Nelder-Mead on the robust loss. With `restart`, up to `restarts` further searches start from the best
-    point with a fresh, smaller simplex (Nelder-Mead collapses early in 11 dimensions); they stop once one
-    gains less than 0.1 % of the loss."""
+    point with a fresh, smaller simplex (Nelder-Mead collapses early in 12 dimensions); they stop once one
+    gains less than 0.1 % of the loss. Parameters the rows cannot inform (`unidentified`) stay at their start."""
     rows = rows if rows is not None else fit_rows()
     comps = comparisons(rows)
     base = start or fitted_efficiency()
     z0 = _from_params(base) if start is not None and start.source == "fitted" else np.zeros(len(_NAMES))
-    f = lambda z: _loss(_to_params(z, base), rows, comps)  # noqa: E731
-    best = _nelder_mead(f, z0, iters=iters)
+    pinned = unidentified(rows)
+    free = np.asarray([i for i, n in enumerate(_NAMES) if n not in pinned], dtype=int)
+    held = np.asarray([i for i, n in enumerate(_NAMES) if n in pinned], dtype=int)
+    z0[held] = _from_params(base)[held]  # what the rows cannot inform stays at the start's value
+
+    def full(x: np.ndarray) -> np.ndarray:
+        z = z0.copy()
+        z[free] = x
+        return z
+
+    f = lambda x: _loss(_to_params(full(x), base), rows, comps)  # noqa: E731
+    best = _nelder_mead(f, z0[free], iters=iters)
     f_best = f(best)
     for _ in range(max(0, restarts) if restart else 0):
         nxt = _nelder_mead(f, best, step=0.3, iters=iters)
@@ -272,7 +320,7 @@ def fit(rows: list[dict] | None = None, start: Efficiency | None = None, iters: 
             best, f_best = nxt, f_nxt
         if gain < 1e-3 * abs(f_best):
             break
-    return _to_params(best, base)
+    return _to_params(full(best), base)
 
 
 def errors(eff: Efficiency, rows: list[dict] | None = None) -> list[dict]:
@@ -307,15 +355,17 @@ def source_family(source_id: str) -> str:
 
 def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = False) -> list[dict]:
     """Refit without every row of one source (or, with `by_family`, of one source family), then predict
-    those rows. Refits start from the full fit (`start`) and run a shorter search. Rows outside the fit set
-    (an input length assumed) are predicted by the refit without their source too."""
+    those rows. Refits search from mid-range, as the full fit does (the full fit's values would carry the held-out
+    rows into their own prediction), with a shorter search; a parameter the remaining rows cannot inform
+    (`unidentified`: the held-out source was its only evidence) is held at its unfitted default. Rows outside the
+    fit set (an input length assumed) are predicted by the refit without their source too."""
     key = (lambda r: source_family(r["source_id"])) if by_family else (lambda r: r["source_id"])
     rows = fit_rows()
     out = []
     for sid in sorted({key(r) for r in usable_rows()}):
         held = [r for r in usable_rows() if key(r) == sid]
         rest = [r for r in rows if key(r) != sid]
-        eff = fit(rest, start=start, iters=iters, restart=False)
+        eff = fit(rest, start=_unfitted_for(start, unidentified(rest)), iters=iters, restart=False)
         out.extend(errors(eff, held))
     return out
 
