@@ -97,3 +97,17 @@ def test_tco_plans_the_final_run_when_given_a_model(cli):
     assert tco["energy_kwh"] > 0
     code, out, err = cli("tco", "--model", "llama-3.1-8b", "--tokens", "1e11", "--final-run-usd", "5")
     assert code == 2 and "not both" in err
+
+
+def test_region_cells_name_two_places_and_count_the_rest(cli):
+    """An offer listed in eleven regions must not widen the table past the other columns."""
+    from gpuplan.display import region_text
+
+    assert region_text("a/b/c/d", more=2) == "a/b +4"
+    assert region_text("eu-north1") == "eu-north1"
+    assert region_text("", more=1) == "? +1"
+    code, out, err = cli("plan", "serve", "--model", "gpt-oss-120b", "--tokens-per-month", "10B", "--providers",
+                         "lambda", "--limit", "3")
+    assert code == 0, err
+    assert "asia-northeast-1/asia-south-1 +" in out
+    assert "us-midwest-1" not in out.split("#1")[0]  # the table lists two places, not all eleven

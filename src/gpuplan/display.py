@@ -225,6 +225,21 @@ SERVE_PLAN_COLUMNS = (
 PLAN_WHOLE_CELLS = ("rank", "cost", "band", "per_mtok", "wall", "wall_p90", "region", "gpu", "shape", "age")
 
 
+# An offer's own region field may list many places ("us-east-1/us-west-1/..."): a table cell names
+# this many and counts the rest, with the other offers of the same choice (`also_at`).
+REGIONS_SHOWN = 2
+
+
+def region_text(region: Any, more: int = 0) -> str:
+    """'eu-north1/us-central1 +3': the first REGIONS_SHOWN places of an offer's region, then how many
+    more places the same choice is available in (the rest of its own list and `also_at`)."""
+    places = [r for r in str(region or "").split("/") if r.strip()]
+    if not places:
+        return "?" + (f" +{more}" if more else "")
+    more += max(len(places) - REGIONS_SHOWN, 0)
+    return "/".join(places[:REGIONS_SHOWN]) + (f" +{more}" if more else "")
+
+
 def plan_row(p: dict[str, Any], serve: bool, on_front: bool = False) -> dict[str, str]:
     """One ranked plan (its JSON dict) as display cells, keyed as in *_PLAN_COLUMNS."""
     lo = p.get("cost_p10_usd")
@@ -238,7 +253,7 @@ def plan_row(p: dict[str, Any], serve: bool, on_front: bool = False) -> dict[str
         "cost": fmt_usd(p["cost_usd"]), "cost_p90": fmt_usd(p.get("cost_p90_usd")),
         "band": f"{fmt_usd_short(lo if _num(lo) else p['cost_usd'])}-{fmt_usd_short(p.get('cost_p90_usd'))}"
                 + (" =" if p.get("ties_first") else ""),
-        "region": (p.get("region") or "?") + (f" +{more}" if more else ""),
+        "region": region_text(p.get("region"), more),
         "per_mtok": fmt_usd(p.get("cost_per_million_output_tokens_usd")) if serve else MISSING,
         "rtt": fmt_ms(p.get("network_rtt_ms")) if p.get("network_rtt_ms") is not None else MISSING,
         "ckpt": f"{p['checkpoint_interval_min']:.0f} min" if p.get("checkpoint_interval_min") else MISSING,
