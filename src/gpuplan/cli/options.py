@@ -27,7 +27,7 @@ GpuFilterOpt = Annotated[Optional[str], typer.Option("--gpu", help="Only these G
 MaxGpusOpt = Annotated[Optional[int], typer.Option("--max-gpus", help="Never more GPUs than this.")]
 NoSpotOpt = Annotated[bool, typer.Option("--no-spot", help="On-demand, reserved and community offers only.")]
 MinConfidenceOpt = Annotated[Optional[str], typer.Option("--min-confidence", help="primary, aggregated, third-party or unverified (highest first).")]
-MaxPriceAgeOpt = Annotated[Optional[int], typer.Option("--max-price-age-days", "--max-price-age", help="Ignore prices older than this many days.")]
+MaxPriceAgeOpt = Annotated[Optional[int], typer.Option("--max-price-age-days", "--max-price-age", help="Ignore prices older than this many days (default 180: older prices are stale and not ranked).")]
 AllowDecentralizedOpt = Annotated[bool, typer.Option("--allow-decentralized", help="Let multi-node training use decentralized/marketplace/consumer GPUs.")]
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="Show at most N plans (default 15, as the API).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Every table column, however wide (default: drop columns to fit the terminal, never split a number).")]

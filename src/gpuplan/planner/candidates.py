@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.catalog import Catalog
-from gpuplan.catalog.records import CONFIDENCE_RANK, Gpu, Offer, Provider
+from gpuplan.catalog.records import CONFIDENCE_RANK, STALE_AFTER_DAYS, Gpu, Offer, Provider
 from gpuplan.planner.offer_rows import COLUMNS
 from gpuplan.planner.requests import Constraints
 
@@ -98,8 +98,18 @@ def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, preci
         kept = [o for o in offers if any(r in o.region.lower() for r in regions)]
         rejected["outside --regions"] += len(offers) - len(kept)
         offers = kept
+    # A price older than the stale threshold is not a price one can book at: such offers are not
+    # ranked unless --max-price-age-days asks for older ones (the cut is on the date, one comparison per row).
+    max_age = constraints.max_price_age_days
+    oldest = today - dt.timedelta(days=STALE_AFTER_DAYS if max_age is None else max_age)
+    kept = [o for o in offers if o.as_of >= oldest]
+    if len(kept) < len(offers):
+        rejected["price older than --max-price-age" if max_age is not None else
+                 f"price older than {STALE_AFTER_DAYS} days (stale: refresh it, or rank it with "
+                 f"--max-price-age-days)"] += len(offers) - len(kept)
+        offers = kept
     min_rank = CONFIDENCE_RANK[constraints.min_confidence] if constraints.min_confidence else None
-    if not (constraints.no_spot or min_rank is not None or constraints.max_price_age_days is not None or precision):
+    if not (constraints.no_spot or min_rank is not None or precision):
         return CandidateSet(list(offers), rejected)
     out = []
     for o in offers:
@@ -108,8 +118,6 @@ def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, preci
             rejected["spot excluded (--no-spot)"] += 1
         elif min_rank is not None and CONFIDENCE_RANK[o.confidence] < min_rank:
             rejected["price confidence below --min-confidence"] += 1
-        elif constraints.max_price_age_days is not None and o.age_days(today) > constraints.max_price_age_days:
-            rejected["price older than --max-price-age"] += 1
         elif precision and not gpu.supports(precision):
             rejected[f"GPU lacks {precision}"] += 1
         else:
