@@ -48,7 +48,7 @@ from gpuplan.catalog.records import CONFIDENCE_RANK, Offer
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
 from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
-from gpuplan.planner.hosts import PEER_KINDS, bandwidth_gbps, hosts_available, hosts_data
+from gpuplan.planner.hosts import PEER_KINDS, bandwidth_gbps, hosts_available, hosts_data, provision_hours
 
 DATACENTER_KINDS = ("hyperscaler", "neocloud")
 
@@ -419,7 +419,7 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
         download_h = download * 8 / bw / 3600
         load_h = (weights / cold["load_gb_per_s"] / 3600) if weights else 0.0
         engine_h = cold["engine_start_s"] / 3600 if req.kind != "gpu" else 0.0
-        cold_h = cold["provision_s"] / 3600 + download_h + load_h + engine_h
+        cold_h = provision_hours() + download_h + load_h + engine_h
         if cold_h > d["limits"]["max_cold_start_share_of_deadline"] * T:
             rejected["cold start takes more than half the deadline"] += 1
             continue

@@ -40,9 +40,14 @@ def bandwidth_gbps(kind: str) -> float:
     return float(hosts_data()["bandwidth_gbps"]["by_kind"][kind]["gbps"])
 
 
+def provision_hours() -> float:
+    """Hours to rent a host and boot it, before anything is downloaded (an assumption with its reason)."""
+    return float(hosts_data()["provision_s"]) / 3600.0
+
+
 def training_start_hours(kind: str, download_gb: float = 0.0) -> float:
     """Billed hours on every node before the first step: boot, image pull, `download_gb` of base
     weights (a fine-tune's; none when pre-training from scratch) at the host's bandwidth, launch."""
     d = hosts_data()["training_start"]
     gb_per_s = bandwidth_gbps(kind) / 8.0
-    return (d["provision_s"] + (d["image_gb"] + download_gb) / gb_per_s + d["launch_s"]) / 3600.0
+    return provision_hours() + ((d["image_gb"] + download_gb) / gb_per_s + d["launch_s"]) / 3600.0
