@@ -45,6 +45,23 @@ def test_unknown_gpu_names_the_closest():
     assert "H1OO" in msg and "H100" in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize("name", ["H100 96GB", "A100 48GB", "RTX 4090 48GB"])
+def test_a_memory_size_the_chip_does_not_have_is_refused(name):
+    # 'H100 96GB' used to resolve to the 80 GB H100-SXM by dropping the size: plans would then size
+    # memory for 80 GB while the user asked about 96.
+    with pytest.raises(UnknownNameError) as err:
+        resolve_gpu_id(name)
+    assert "not " + name.split()[-1].removesuffix("GB") in str(err.value)
+    if name.startswith("H100"):
+        assert err.value.suggestions[0] == "H100-NVL"
+
+
+@pytest.mark.parametrize("name, expected", [("H100 NVL 94GB", "H100-NVL"), ("H200 141GB", "H200-SXM"),
+                                            ("MI300X 192GB", "MI300X"), ("L40S 48GB", "L40S")])
+def test_a_memory_size_the_chip_has_still_resolves(name, expected):
+    assert resolve_gpu_id(name) == expected
+
+
 def test_alias_file_points_only_at_known_gpus():
     with resources.files("gpuplan.catalog.data").joinpath("gpu_aliases.csv").open() as f:
         for row in csv.DictReader(f):

@@ -67,12 +67,36 @@ def resolve_gpu_id(name: str) -> str:
     # so a form-factor digit ('SXM4 43GB') is never eaten.
     stripped = normalize_gpu_name(re.sub(r"(?i)(^|[\s_-])(\d+\s*gb|hbm\d?e?|gddr\d?x?)(?=$|[\s_-])", " ", name))
     if stripped and stripped in table:
-        return table[stripped]
+        gpu_id = table[stripped]
+        _check_named_memory(name, gpu_id)
+        return gpu_id
     import difflib
 
     near = difflib.get_close_matches(key, list(table), n=12, cutoff=0.5)
     suggestions = list(dict.fromkeys(table[k] for k in near))[:4]
     raise UnknownNameError("GPU", name, list(all_gpus()), suggestions=suggestions)
+
+
+# A memory size in the name must be the chip's: 'H100 96GB' is not the 80 GB H100-SXM. Vendors round
+# (94 GB sold as 96, 141 as 144, 192 as 180 usable), hence a relative tolerance.
+NAMED_MEMORY_TOLERANCE = 0.08
+
+
+def _check_named_memory(name: str, gpu_id: str) -> None:
+    sizes = [float(m) for m in re.findall(r"(?i)(?:^|[\s_-])(\d+)\s*gb(?=$|[\s_-])", name)]
+    gpu = all_gpus()[gpu_id]
+    close = lambda g, gb: abs(gb - g.memory_gb) <= NAMED_MEMORY_TOLERANCE * g.memory_gb  # noqa: E731
+    if not sizes or any(close(gpu, gb) for gb in sizes):
+        return
+    want = sizes[0]
+    near = sorted((g for g in all_gpus().values() if close(g, want)),
+                  key=lambda g: (normalize_gpu_name(g.id)[:4] != normalize_gpu_name(gpu_id)[:4],
+                                 abs(g.memory_gb - want)))
+    err = UnknownNameError("GPU", name, list(all_gpus()), suggestions=[g.id for g in near[:4]] or [gpu_id])
+    options = ", ".join(f"{g.id} ({g.memory_gb:g} GB)" for g in near[:4]) or "none"
+    err.args = (f"unknown GPU {name!r}: {gpu_id} has {gpu.memory_gb:g} GB, not {want:g}; "
+                f"GPUs with about {want:g} GB: {options}",)
+    raise err
 
 
 def get_gpu(name: str) -> Gpu:
