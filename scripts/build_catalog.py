@@ -280,7 +280,7 @@ def skypilot_offers(shared: Path, providers: dict[str, dict]) -> list[dict[str, 
                     continue
                 common = dict(
                     provider=pid, instance_type=r["InstanceType"], gpu=gid, gpus_per_node=count,
-                    region=(r.get("Region") or "").strip(), vcpus=float(r["vCPUs"]) if r.get("vCPUs") else None,
+                    region=clean_region(r.get("Region")), vcpus=float(r["vCPUs"]) if r.get("vCPUs") else None,
                     ram_gb=round(float(r["MemoryGiB"]) * 1.073741824, 1) if r.get("MemoryGiB") else None,
                     interconnect=providers[pid].get("inter_node_fabric"),
                     as_of=as_of, as_of_note=note.format(commit=commit),
@@ -461,6 +461,12 @@ def collapse_region_fanout(rows: list[dict[str, str]]) -> list[dict[str, str]]:
         if len(group) > 1:
             drop(f"{key[0]} {key[1]} x{len(group)} regions", "region fan-out of one list price collapsed to one row")
     return keep
+
+
+def clean_region(region: str | None) -> str:
+    """A region as listed, without the empty parts of a marketplace's 'city, country, continent'
+    (Vast hosts that state no city are listed as ', CN, AS')."""
+    return ", ".join(part.strip() for part in (region or "").split(",") if part.strip())
 
 
 def _region_list(regions: list[str], limit: int = 160) -> str:

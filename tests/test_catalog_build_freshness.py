@@ -81,3 +81,12 @@ def test_an_older_regional_price_stays_beside_a_newer_price_elsewhere():
     east = _row("eastus", "2026-10-10", "observed: 2026-10-10", "2.27")
     keep, history = mod.drop_outdated([west, east], [])
     assert len(keep) == 2 and history == []
+
+
+def test_no_bundled_region_has_an_empty_part():
+    # Vast lists hosts without a city as ', CN, AS'; plan tables showed '(, CN, AS)'.
+    build = _build_module()
+    assert build.clean_region(", CN, AS") == "CN, AS" and build.clean_region(None) == ""
+    bad = [r["region"] for r in _offers()
+           if any(not part.strip() for place in r["region"].split("/") if place for part in place.split(","))]
+    assert bad == []
