@@ -11,7 +11,8 @@ one benchmark table do not drown the others:
 - eta_max, h_half: the efficiency curve eta = eta_max / (1 + h_half / hidden);
 - m_half: GEMM token rows at half speed (short micro-batches, tokens per routed expert);
 - layer_overhead_us: fixed time per layer and micro-batch (kernel launches, small kernels);
-- attn_ratio: attention kernels' efficiency relative to the GEMMs;
+- attn_ratio: attention kernels' efficiency relative to the GEMMs; attn_blackwell: their speed on
+  Blackwell relative to Hopper's;
 - lowp_fp8: share of the GEMM efficiency 8-bit GEMMs keep against their doubled peak;
 - tp_exposed, cp_exposed: shares of TP collectives and the context-parallel ring left on the
   critical path; ep_exposed: the share of the MoE all-to-all that never hides (the rest overlaps one
@@ -46,6 +47,7 @@ COMPUTE_PARAMS = {
     "m_half": (0.0, 2048.0, 256.0),
     "layer_overhead_us": (0.0, 500.0, 60.0),
     "attn_ratio": (0.25, 1.0, 0.6),
+    "attn_blackwell": (0.7, 2.5, 1.0),
     "lowp_fp8": (0.4, 1.0, 0.8),
     "ep_exposed": (0.1, 1.0, 0.8),
     "cp_exposed": (0.0, 1.0, 0.3),

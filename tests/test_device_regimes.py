@@ -37,6 +37,9 @@ both are reported, neither is tuned to the other.
 Third refit (2026-11-23: FlashAttention backward counted as 2.5 forward passes, EP all-to-all hidden behind
 compute up to it, corrected B200 long-sequence GPU counts and LoRA adapter sets): every group stayed within
 PIN_TOL except the bf16 control's worst row, +19.4% -> +14.9% (median +12.2% -> +10.5%).
+Fourth refit (2026-11-23, fourth session: attention on Blackwell timed at attn_blackwell x Hopper's, refit from
+the shipped point): LoRA +19.6% -> +15.0% (worst +25.3% -> +20.9%); long context +23.6% -> +25.9% (worst
++26.9%); the bf16 control +10.5% -> +7.8%; the others moved less than 2 points.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -64,15 +67,15 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 19.6, 25.3),
-    ("long_context", 23.6, 24.0),
-    ("long_context_all", 13.5, 24.0),
-    ("fp8", -54.9, -58.2),
-    ("fp8_speedup_eager", -60.7, -63.3),
-    ("fp8_speedup_compile", -26.7, -31.7),
-    ("fp8_bf16_ref", 10.5, 14.9),  # worst 19.4 -> 14.9 after the 2026-11-23 third refit (see docstring)
-    ("fp8_gemm", -17.7, -30.0),
-    ("fp8_gemm_cast", -71.8, -90.9),
+    ("lora", 15.0, 20.9),  # 19.6 / 25.3 before the fourth refit (see docstring)
+    ("long_context", 25.9, 26.9),
+    ("long_context_all", 15.6, 26.9),
+    ("fp8", -56.3, -59.6),
+    ("fp8_speedup_eager", -60.1, -62.6),
+    ("fp8_speedup_compile", -25.7, -30.4),
+    ("fp8_bf16_ref", 7.8, 11.7),  # worst 19.4 -> 14.9 -> 11.7 after the third and fourth refits (see docstring)
+    ("fp8_gemm", -17.9, -30.1),
+    ("fp8_gemm_cast", -71.9, -90.9),
 ]
 TRAIN_INPUTS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn", "vocab", "seq_len", "micro_batch", "params",
                 "trainable_params", "steps_timed")

@@ -39,8 +39,8 @@ import numpy as np
 EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
-REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "cp_exposed", "layer_overhead_us",
-                       "moe_layer_overhead_us")
+REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed",
+                       "layer_overhead_us", "moe_layer_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,10 @@ class TrainingEfficiency:
     # Attention kernels (FlashAttention fwd + bwd, causal masking) reach this share of the GEMMs'
     # efficiency: FA2/FA3 on H100 run 35-75 % of peak against 60-80 % for large GEMMs.
     attn_ratio: float = 0.6
+    # Attention kernels on Blackwell (tcgen05 MMA with tensor memory, cuDNN 9.7+ / FlashAttention-4)
+    # relative to Hopper's at the same share of the GEMMs: attention is what long sequences spend
+    # their time on, and the one kernel family whose share of peak changed across the generation.
+    attn_blackwell: float = 1.0
     # Fixed time per layer and micro-batch (forward + backward kernel launches, small elementwise
     # kernels, stream syncs): what keeps small models far below the curve's ceiling.
     layer_overhead_us: float = 60.0

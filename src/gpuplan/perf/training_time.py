@@ -75,6 +75,7 @@ class GpuFeatures:
     pcie_bytes_s: np.ndarray
     arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
     bf16_ratio: np.ndarray | float = 1.0  # bf16 peak / peak at the compute precision (attention stays bf16)
+    attn_arch: np.ndarray | float = 1.0  # attention kernels' speed on this architecture relative to Hopper's
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -97,6 +98,14 @@ def arch_factors(gpus: list[Gpu]) -> np.ndarray:
     return np.array([applied_factor(g.id, "training", g.vendor).factor for g in gpus], dtype=np.float64)
 
 
+def attention_arch_factors(gpus: list[Gpu], eff: TrainingEfficiency) -> np.ndarray:
+    """Attention kernels' speed by architecture relative to Hopper: `attn_blackwell` on Blackwell, 1 elsewhere."""
+    from gpuplan.perf.vendor_efficiency import arch_of
+
+    return np.array([eff.attn_blackwell if arch_of(g.id, g.vendor) == "Blackwell" else 1.0 for g in gpus],
+                    dtype=np.float64)
+
+
 def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEfficiency) -> GpuFeatures:
     gpn = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.float64), (len(gpus),))
     peak = np.array([g.peak_tflops(precision) for g in gpus], dtype=np.float64)
@@ -111,6 +120,7 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
         arch_factor=arch_factors(gpus),
         bf16_ratio=np.array([g.peak_tflops("bf16") if g.bf16_tflops > 0 else g.peak_tflops(precision)
                              for g in gpus], dtype=np.float64) / np.maximum(peak, 1e-9),
+        attn_arch=attention_arch_factors(gpus, eff),
     )
 
 
@@ -162,7 +172,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
         # low-precision GEMM ratio.
         lowp = eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0
-        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / eff.attn_ratio
+        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / (eff.attn_ratio * feats.attn_arch)
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)

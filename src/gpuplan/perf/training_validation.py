@@ -418,7 +418,7 @@ ROW_KINDS = ("FULL", "THROUGHPUT", "PROJECTION")
 GOODPUT_NAMES = ("goodput_base", "lost_h_per_failure")
 # Physical bounds of the fitted parameters (as scripts/fit_training_efficiency.py keeps them); others: >= 0.
 PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0),
-                "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "lowp_fp8": (0.4, 1.0),
+                "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "attn_blackwell": (0.7, 2.5), "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),
                 "moe_layer_overhead_us": (0.0, 10000.0)}
 MAX_STEPS = 10.0  # a fold's refit moves each parameter at most this many finite-difference steps
@@ -537,6 +537,22 @@ def _fit_goodput_vec(steady: np.ndarray, n: np.ndarray, meas: np.ndarray,
     return eff.with_params(**{k: round(float(v), 4) for k, v in zip(names, x)})
 
 
+# A parameter the remaining THROUGHPUT rows barely depend on (on every one of them its log-prediction moves less
+# than this share of its largest move on any THROUGHPUT row) is not informed by the fold: it is held at its
+# unfitted default, not at the shipped value (which the held-out rows helped fit).
+IDENTIFIED_MIN_SHARE = 0.01
+
+
+def unidentified_defaults(lin: Linearized, train: np.ndarray, throughput: np.ndarray) -> dict:
+    """{name: unfitted default} for the fitted parameters the `train` rows cannot inform."""
+    if not train.any() or not lin.jac.size:
+        return {}
+    base = TrainingEfficiency()
+    reach = np.max(np.abs(lin.jac[throughput]), axis=0)
+    quiet = np.max(np.abs(lin.jac[train]), axis=0) < IDENTIFIED_MIN_SHARE * reach
+    return {n: get_param(base, n) for n, q in zip(lin.names, quiet) if q}
+
+
 def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, groups: list,
                          exact: bool = True) -> np.ndarray:
     """Prediction for every row with its whole group left out of the fit (group None: fit on every row, predict
@@ -559,7 +575,7 @@ def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, 
             count[regimes[i]] = count.get(regimes[i], 0) + 1
         w = np.array([1.0 / count[g] if tp[i] else 0.0 for i, g in enumerate(regimes)])
         u = _fit_linear(lin, tp, meas, w)
-        e = set_params(eff, lin.values(u))
+        e = set_params(eff, {**lin.values(u), **unidentified_defaults(lin, tp, kinds == "THROUGHPUT")})
         lin_steady = np.exp(lin.logp + lin.jac @ u)
         gd = train & downtime
         held = range(len(preps)) if group is None else list(group)
