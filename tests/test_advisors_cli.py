@@ -8,22 +8,41 @@ import subprocess
 import pytest
 
 
-def test_size_quality_of_reproduces_sardana_by_default(cli):
-    code, out, err = cli("size", "--quality-of", "13B", "--inference-tokens", "2T", "--json")
+def test_size_quality_of_reproduces_sardana_with_its_laws(cli):
+    code, out, err = cli("size", "--quality-of", "13B", "--inference-tokens", "2T", "--laws", "sardana", "--json")
     assert code == 0, err
     d = json.loads(out)
     for k in ("params", "tokens", "training_flops", "flops_saved", "savings_fraction", "loss", "chinchilla"):
         assert k in d
-    assert d["laws"] == "sardana" and d["laws_default_used"] and d["laws_note"]
+    assert d["laws"] == "sardana" and not d["laws_default_used"]
     assert d["params"] == pytest.approx(6.969e9, rel=0.01) and d["savings_fraction"] == pytest.approx(0.1745, rel=0.01)
     assert d["chinchilla"]["params"] == pytest.approx(13e9, rel=1e-6)
 
 
+def test_size_quality_of_uses_the_compute_optimal_laws_by_default(cli):
+    # One baseline for both modes: "a Chinchilla-optimal 70B" is trained on ~20 tokens/param (Chinchilla itself:
+    # 70B on 1.4T), not the 60 tokens/param Sardana et al.'s constants give.
+    code, out, err = cli("size", "--quality-of", "70B", "--inference-tokens", "1T", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["laws"] == "epoch" and d["laws_default_used"] and "--laws sardana" in d["laws_note"]
+    assert 15 <= d["chinchilla"]["tokens"] / d["chinchilla"]["params"] <= 25
+    code, out, _ = cli("size", "--compute", str(6 * d["chinchilla"]["params"] * d["chinchilla"]["tokens"]), "--json")
+    assert json.loads(out)["params"] == pytest.approx(d["chinchilla"]["params"], rel=0.01)
+
+
 def test_size_table_names_the_laws_used(cli):
+    code, out, _ = cli("size", "--quality-of", "13B", "--inference-tokens", "2T", "--laws", "sardana")
+    assert code == 0 and "laws=sardana" in out and "17.45%" in out and "note: default" not in out
     code, out, _ = cli("size", "--quality-of", "13B", "--inference-tokens", "2T")
-    assert code == 0 and "laws=sardana" in out and "17.45%" in out and "note: default" in out
-    code, out, _ = cli("size", "--quality-of", "13B", "--inference-tokens", "2T", "--laws", "epoch")
-    assert code == 0 and "laws=epoch" in out and "note: default" not in out
+    assert code == 0 and "laws=epoch" in out and "note: default" in out
+
+
+def test_size_at_a_threshold_is_not_past_it(cli):
+    code, out, _ = cli("size", "--compute", "1e23")
+    assert code == 0 and "exceeds" not in out
+    code, out, _ = cli("size", "--compute", "1.1e23")
+    assert code == 0 and "exceeds EU AI Act" in out
 
 
 def test_size_compute_and_cost_mode(cli):
@@ -333,7 +352,8 @@ def test_breakeven_offline_conflicts_with_a_target(cli):
 
 @pytest.mark.skipif(shutil.which("gpuplan") is None, reason="console script not installed")
 def test_console_script_size():
-    p = subprocess.run(["gpuplan", "size", "--quality-of", "13B", "--inference-tokens", "2T", "--json"],
+    p = subprocess.run(["gpuplan", "size", "--quality-of", "13B", "--inference-tokens", "2T", "--laws", "sardana",
+                        "--json"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["params"] == pytest.approx(6.969e9, rel=0.01)

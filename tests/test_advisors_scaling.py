@@ -45,10 +45,10 @@ def test_other_constant_sets_give_the_documented_alternatives():
     assert rel(epoch.savings_fraction, 0.29) < 0.02
 
 
-def test_default_for_quality_of_is_sardana_and_says_so():
+def test_default_for_quality_of_is_the_compute_optimal_refit_and_says_so():
     r = size_for_quality_of(13e9, 2e12)
-    assert r.laws == "sardana" and r.laws_default_used and "sardana" in r.laws_note
-    explicit = size_for_quality_of(13e9, 2e12, laws="epoch")
+    assert r.laws == "epoch" and r.laws_default_used and "sardana" in r.laws_note
+    explicit = size_for_quality_of(13e9, 2e12, laws="sardana")
     assert not explicit.laws_default_used and explicit.laws_note == ""
 
 

@@ -100,7 +100,11 @@ def size_command(
     target = f"quality of a Chinchilla-optimal {_human(res.quality_of_params)} model" if res.quality_of_params else f"loss {res.loss:.4f}"
     print_table(rows, [("", ""), ("chin", "Chinchilla-optimal"), ("opt", "lifetime-optimal")],
                 title=f"{target} (loss {res.loss:.4f}), {_human(res.inference_tokens)} inference tokens, laws={res.laws}")
-    typer.echo(f"saves {res.flops_saved:.4g} FLOPs ({res.savings_fraction:.2%} of lifetime FLOPs)")
+    if res.flops_saved >= 0:
+        typer.echo(f"saves {res.flops_saved:.4g} FLOPs ({res.savings_fraction:.2%} of lifetime FLOPs)")
+    else:  # a dollar optimum may spend more FLOPs where they are cheaper (training vs decode)
+        typer.echo(f"uses {-res.flops_saved:.4g} more FLOPs ({-res.savings_fraction:.2%} of lifetime FLOPs) "
+                   "where they cost less")
     if res.usd_savings_fraction is not None:
         typer.echo(f"saves ${res.usd_saved:,.0f} ({res.usd_savings_fraction:.2%} of lifetime cost); "
                    f"inference weighted as {_human(res.effective_inference_tokens)} effective tokens")
@@ -118,12 +122,13 @@ def _size_compute(flops: float, laws: str | None, as_json: bool, as_csv: bool = 
     res = size_for_compute(flops, laws)
     others = {k: size_for_compute(flops, k) for k in list_laws() if k != res.laws}
     out = res.model_dump()
+    out["training_flops"] = flops  # as asked: 6·N·D of the rounded optimum may differ in the last digits
     # the compute-optimal point is its own Chinchilla reference: nothing saved, no inference counted
     out.update(flops_saved=0.0, savings_fraction=0.0,
                chinchilla={"params": res.params, "tokens": res.tokens, "training_flops": res.training_flops})
     out["other_laws"] = {k: {"params": v.params, "tokens": v.tokens, "tokens_per_param": v.tokens_per_param}
                          for k, v in others.items()}
-    out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(res.training_flops)]
+    out["thresholds_exceeded"] = [c.model_dump() for c in exceeded_active(flops)]
     if as_json or as_csv:
         from gpuplan.cli.output import print_json
 

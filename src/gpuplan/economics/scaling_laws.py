@@ -106,6 +106,14 @@ def list_laws() -> dict[str, ScalingLaw]:
     return {k: ScalingLaw(name=k, **v) for k, v in _data()["sets"].items()}
 
 
+# The same constants size a compute-optimal run and the Chinchilla reference of an inference-aware one, so that
+# "a Chinchilla-optimal 70B" is the ~1.4T-token model of the paper in both (Sardana et al.'s code used Hoffmann's
+# approach-3 constants, whose optimum sits at 30-70 tokens per parameter).
+DEFAULT_LAWS_NOTE = ("default: the {law!r} refit of Chinchilla (≈20 tokens/param at compute-optimum, as the paper's "
+                     "approaches 1-2); pass --laws sardana to reproduce Sardana et al. (2024), whose constants put "
+                     "the compute-optimum at 30-70 tokens/param")
+
+
 def default_law_name(inference_aware: bool = False) -> str:
     d = _data()
     return d["default_for_inference_aware"] if inference_aware else d["default"]
@@ -300,8 +308,7 @@ def size_for_loss(
 
     ref, opt = point(n_c, d_c), point(n_opt, d_opt)
     saved = ref.total_flops - opt.total_flops
-    note = (f"default for inference-aware sizing: the {law.name!r} constants reproduce Sardana et al. (2024); "
-            "pass --laws epoch for the Epoch AI refit (≈20 tokens/param at compute-optimum)") if default_used else ""
+    note = DEFAULT_LAWS_NOTE.format(law=law.name) if default_used else ""
     assumptions: dict[str, Any] = {"E": law.E, "A": law.A, "B": law.B, "alpha": law.alpha, "beta": law.beta,
                                    "training_flops_rule": "6·N·D", "inference_flops_rule": "2·N per token"}
     if cost is not None:
@@ -334,6 +341,5 @@ def size_for_quality_of(
     res = size_for_loss(law.chinchilla_loss_of_params(n), inference_tokens, laws=law, cost=cost, quality_of_params=n)
     if laws is None:
         res.laws_default_used = True
-        res.laws_note = (f"default for --quality-of: the {law.name!r} constants reproduce Sardana et al. (2024); "
-                         "pass --laws epoch for the Epoch AI refit (≈20 tokens/param at compute-optimum)")
+        res.laws_note = DEFAULT_LAWS_NOTE.format(law=law.name)
     return res
