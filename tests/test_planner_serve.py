@@ -34,6 +34,24 @@ def test_serving_capacity_covers_the_peak(served):
         assert p.cost_per_million_output_tokens_usd > 0
 
 
+@pytest.mark.parametrize("rps", [5, 60])
+def test_the_peak_is_served_without_the_fullest_host(catalog, rps):
+    # N+1 counts hosts, not replicas: a host fails (or is taken back) with every replica on it. 70B at 60 req/s
+    # packs several TP2 replicas per 8-GPU host, where one spare replica would not cover a lost host.
+    res = plan_serving(ServePlanRequest(model="llama-3.1-70b" if rps > 5 else "llama-3.1-8b", requests_per_s=rps,
+                                        limit=200), catalog)
+    peak = res.summary["peak_requests_per_s"] * res.summary["output_len"]
+    packed = 0
+    for p in res.plans:
+        per_host = int(p.gpus_per_node // p.gpus_per_replica)
+        needed = p.replicas - p.assumptions["spare_replicas"]
+        per_replica = p.output_tokens_per_s / needed
+        packed += per_host > 1
+        assert p.nodes >= 2 and p.replicas == p.nodes * per_host
+        assert (p.replicas - per_host) * per_replica >= peak * 0.999, (p.provider, p.gpu, p.replicas, per_host)
+    assert packed
+
+
 def test_more_traffic_never_costs_less(catalog, served):
     busier = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=50, limit=5), catalog)
     assert busier.plans[0].cost_usd > served.plans[0].cost_usd

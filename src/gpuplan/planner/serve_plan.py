@@ -157,9 +157,12 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "horizon_months": req.horizon_months, "users": req.users, "candidates": len(plans),
             "providers_ranked": len({p[4].provider for p in plans.rows}),
             "max_ttft_ms": ttft, "max_tpot_ms": tpot, "latency_target": target_basis,
-            "redundancy": "N+1: one spare replica on another node" if req.redundancy else "none (--no-redundancy)",
+            "redundancy": ("N+1: the peak is served without the fullest host (a host's worth of spare replicas, "
+                           "at least two hosts)") if req.redundancy else "none (--no-redundancy)",
             "estimator_regime": regime[0], "flips_first": flips,
-            "ranked_by": "75th percentile of the cost band (expected cost shown)",
+            "ranked_by": "75th percentile of the cost band (expected cost shown)" + (
+                f", +{RTT_PENALTY_PER_100MS:.0%} per 100 ms of round trip to the users beyond {RTT_FREE_MS:.0f} ms"
+                if req.users else ""),
             "calibration": calibration_summary("serving"),
         },
         plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)) + flips,
@@ -170,8 +173,8 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
             "egress_bytes_per_output_token": EGRESS_BYTES_PER_OUTPUT_TOKEN,
             "hours_per_month": HOURS_PER_MONTH,
             "latency_target": target_basis,
-            "spare_replicas": "N+1 on another node by default; more on interruptible capacity so that expected "
-                              "capacity covers the peak",
+            "spare_replicas": "by default a host's worth of spare replicas (a host fails with every replica on it); "
+                              "more on interruptible capacity so that expected capacity covers the peak",
             "band": "p10/p90 combine the serving estimator's error, vendor efficiency and price age/confidence",
             "ranking": "75th percentile of each plan's cost band; ties_first marks bands overlapping #1's",
         },
@@ -202,13 +205,14 @@ def _serving_class(o, support, capacity, catalog, model, req, precision: str, ho
     spare, availability = _spare_replicas(replicas, lam, restart_hours(provider.kind, o.pricing))
     per_node = max(1, int(o.gpus_per_node // tp))
     if req.redundancy:
-        spare = max(spare, 1)
-    replicas_total = replicas + spare
-    nodes = math.ceil(replicas_total / per_node)
+        # A host fails (or is taken back) with every replica on it: N+1 means the peak is still served
+        # without the fullest host, i.e. at least one host's worth of spare replicas, on at least two hosts.
+        spare = max(spare, per_node)
+    nodes = math.ceil((replicas + spare) / per_node)
     if req.redundancy and nodes < 2:
-        nodes = 2  # the spare replica lives on another host: one host's failure leaves the peak served
-        replicas_total = nodes * per_node
-        spare = replicas_total - replicas
+        nodes = 2
+    replicas_total = nodes * per_node  # the hosts are rented whole: every slot serves
+    spare = replicas_total - replicas
     if nodes > hosts_available(o, provider.kind)[0]:
         return ("needs more hosts than one offer supplies at once (its published limit, else a default by "
                 "provider kind: data/hosts.json)")
