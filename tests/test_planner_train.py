@@ -174,9 +174,34 @@ def test_a_preemption_notice_long_enough_to_checkpoint_removes_rework():
     assert aws["saves_on_notice"].all() and not gcp["saves_on_notice"].any()
     assert (aws["factor"] < unknown["factor"]).all()
     np.testing.assert_allclose(gcp["factor"], unknown["factor"])
-    assert (aws["tau_h"] > unknown["tau_h"]).all(), "only hardware failures set the interval once saves are announced"
+    assert (aws["tau_h"] > unknown["tau_h"]).all(), "announced preemptions no longer set the interval alone"
     on_demand = failure_arrays(nodes, 8, "hyperscaler", "on_demand", size, "")
     assert not on_demand["saves_on_notice"].any()
+
+
+def test_missed_notices_lose_work_and_shorten_the_interval(monkeypatch):
+    """Spot notices are best effort: the missed share of preemptions rolls back to the last checkpoint, so the
+    interval is set by hardware failures plus those, not by hardware failures alone."""
+    import numpy as np
+
+    from gpuplan.economics import checkpoint as ckpt
+    from gpuplan.planner.train_plan import failure_arrays
+
+    nodes, size = np.array([2]), ckpt.checkpoint_bytes(8e9)
+    shipped = failure_arrays(nodes, 8, "hyperscaler", "spot", size, "aws")
+    monkeypatch.setattr(ckpt, "notice_missed_share", lambda: 0.0)
+    perfect = failure_arrays(nodes, 8, "hyperscaler", "spot", size, "aws")
+    assert (shipped["tau_h"] < perfect["tau_h"] / 3).all()  # minutes, not hours, between checkpoints
+    assert (shipped["factor"] > perfect["factor"]).all()
+
+
+def test_budget_and_deadline_warn_when_the_p90_goes_past_them(catalog, baseline):
+    top = baseline.plans[0]
+    budget = (top.cost_usd + top.cost_p90_usd) / 2
+    res = plan_training(_req(budget_usd=budget), catalog)
+    over = [p for p in res.plans if p.cost_p90_usd > budget]
+    assert over and all(any("over the" in w and "budget" in w for w in p.warnings) for p in over)
+    assert not any("budget" in w for p in res.plans if p.cost_p90_usd <= budget for w in p.warnings)
 
 
 def test_estimate_and_plan_search_the_same_layouts(catalog):

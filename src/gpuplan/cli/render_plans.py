@@ -43,6 +43,11 @@ def _render(result, as_json: bool, wide: bool = False) -> None:
     console = Console()
     for line in data["why"]:
         console.print(f"  {line}")
+    top = data["plans"][0] if data["plans"] else {}
+    for w in top.get("warnings") or []:
+        console.print(f"[yellow]  #1: {w}[/yellow]")
+    for note in top.get("risk_notes") or []:
+        console.print(f"[dim]  #1 risk: {note}[/dim]")
     if data.get("placement", {}).get("reasons"):
         console.print(f"[dim]placement ({data['placement'].get('coupling')}): {data['placement']['reasons'][0]}[/dim]")
     for p in data.get("closest", [])[:6]:

@@ -201,6 +201,12 @@ def spot_notice_seconds(provider: str) -> float | None:
     return None if row is None or row.get("seconds") is None else float(row["seconds"])
 
 
+def notice_missed_share() -> float:
+    """Share of preemptions whose notice comes too late to save (notices are best effort): those lose
+    the work since the last checkpoint, like a hardware failure."""
+    return float(_provider_data()["notice_missed_share"]["value"])
+
+
 def fits_notice(delta_s: float, notice_s: float | None, margin: float = 0.8) -> bool:
     """A blocking save that fits within `margin` of the notice lets preemptions cost only a restart."""
     d = as_float(delta_s, "checkpoint write time (s)", allow_zero=True)
@@ -219,7 +225,7 @@ def wall_factor_with_notice(tau_h: Any, delta_h: Any, restart_h: Any, hardware_m
     r = as_array(restart_h, "restart time", allow_zero=True)
     d = as_array(delta_h, "checkpoint write time", allow_zero=True)
     busy = rate * (r + d)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         f = np.where(busy < 1.0, base / np.maximum(1.0 - busy, 1e-300), np.inf)
     return _out(f, tau_h, delta_h, restart_h, hardware_mtbf_h, preemptions_per_hour)
 

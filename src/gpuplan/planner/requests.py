@@ -84,7 +84,7 @@ class Constraints(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget_usd: Quantity | None = Field(default=None, gt=0, description="max expected total cost (p90 for --strict-budget)")
+    budget_usd: Quantity | None = Field(default=None, gt=0, description="max expected total cost (plans whose p90 is over it say so)")
     deadline_hours: Hours | None = Field(default=None, gt=0, description="max expected wall time ('10d', '36h' or hours)")
     providers: list[str] | None = None
     exclude: list[str] | None = None
@@ -352,7 +352,8 @@ class ServeEstimateRequest(ModelChoice):
     tp: int | None = Field(default=None, description="GPUs per replica")
     ep: int | None = Field(default=None, description="MoE: expert-parallel degree")
     attention_dp: bool = Field(default=False, description="MoE: attention data parallel, experts EP over the replica")
-    precision: LowerStr = Field(default="bf16", max_length=20, description="weights: bf16, fp16, fp8, int8, int4, fp4")
+    precision: LowerStr | None = Field(default=None, max_length=20, description="weights: bf16, fp16, fp8, int8, int4, "
+                                       "fp4; default: the model's native precision (DeepSeek-V3: fp8), else bf16")
     kv_precision: LowerStr | None = Field(default=None, max_length=20)
     engine: LowerStr = Field(default="vllm", max_length=40, description="vllm, sglang, trtllm or optimum-habana")
     input_len: TokenCount = Field(default=1000, description="prompt tokens per request, e.g. 8k")
@@ -366,18 +367,24 @@ class ServeEstimateRequest(ModelChoice):
 
 
 def estimate_serve(req: ServeEstimateRequest):
-    """The ServingEstimate for a request (the CLI's and the API's answer)."""
-    from gpuplan.perf.inference_estimate import estimate_serving
+    """The ServingEstimate for a request (the CLI's and the API's answer): at the given precision, else the
+    model's native one (as `plan serve`), on an engine the GPU runs (as `plan serve` ranks offers)."""
+    from gpuplan.perf.inference_estimate import check_engine_serves, estimate_serving
 
     model = req.resolve_model()
     if not model.is_moe and (req.attention_dp or (req.ep or 1) > 1):
         flag = "--attention-dp" if req.attention_dp else "--ep"
         raise UsageError(f"{flag} applies to mixture-of-experts models; {model.name} is dense")
-    return estimate_serving(model, req.gpu, n_gpus=req.gpus, tp=req.tp, precision=req.precision,
-                            kv_precision=req.kv_precision, input_len=req.input_len, output_len=req.output_len,
-                            concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
-                            engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
-                            eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp)
+    precision = req.precision or getattr(model, "native_precision", None) or "bf16"
+    check_engine_serves(req.gpu, req.engine, precision)
+    est = estimate_serving(model, req.gpu, n_gpus=req.gpus, tp=req.tp, precision=precision,
+                           kv_precision=req.kv_precision, input_len=req.input_len, output_len=req.output_len,
+                           concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
+                           engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
+                           eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp)
+    est.assumptions["precision_basis"] = ("given" if req.precision else
+                                          f"the model's native precision ({est.precision})")
+    return est
 
 
 # ---- economics --------------------------------------------------------------------------------

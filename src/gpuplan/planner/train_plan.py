@@ -185,6 +185,7 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     plans = [_to_plan(rank + 1, rows[j], cost[j], rank_cost[j], samples.get(j), req, also.get(j, []), regime)
              for rank, j in enumerate(top)]
     plans = mark_ties(plans)
+    _warn_past_limits(plans, cons.budget_usd, deadline_h)
     front_idx = pareto_front(np.array([p.cost_usd for p in plans]), np.array([p.wall_hours for p in plans]))
     min_nodes = rows[top[0]]["nodes"] if top else 1
     flips = _flips(rows, top, rank_cost) if len(top) > 1 else []
@@ -518,17 +519,20 @@ def failure_arrays(node_counts: np.ndarray, gpus_per_node: int, kind: str, prici
     notice_s = ckpt.spot_notice_seconds(provider_id) if rate > 0 and provider_id else None
     saves_on_notice = np.array([ckpt.fits_notice(d * 3600.0, notice_s) for d in delta_h], dtype=bool)
     if saves_on_notice.any():
-        hw_mtbf_h = gpu_hours_per_failure / gpus
-        preempt_per_h = 1.0 / mtbf_h - 1.0 / hw_mtbf_h
-        hw_tau = np.asarray(ckpt.daly_interval_h(delta_h, hw_mtbf_h), dtype=float)
-        hw_factor = np.asarray(ckpt.daly_wall_factor(hw_tau, delta_h, restart_h, hw_mtbf_h), dtype=float)
-        notice_factor = np.asarray(ckpt.wall_factor_with_notice(hw_tau, delta_h, restart_h, hw_mtbf_h,
-                                                                preempt_per_h), dtype=float)
-        tau_h = np.where(saves_on_notice, hw_tau, tau_h)
+        preempt_per_h = 1.0 / mtbf_h - 1.0 / (gpu_hours_per_failure / gpus)
+        # Notices are best effort: the missed share of preemptions loses work like a hardware failure and
+        # sets the checkpoint interval with them; the rest cost a save and a restart.
+        missed = ckpt.notice_missed_share()
+        lossy_mtbf_h = 1.0 / (gpus / gpu_hours_per_failure + missed * preempt_per_h)
+        lossy_tau = np.asarray(ckpt.daly_interval_h(delta_h, lossy_mtbf_h), dtype=float)
+        lossy_factor = np.asarray(ckpt.daly_wall_factor(lossy_tau, delta_h, restart_h, lossy_mtbf_h), dtype=float)
+        notice_factor = np.asarray(ckpt.wall_factor_with_notice(lossy_tau, delta_h, restart_h, lossy_mtbf_h,
+                                                                (1.0 - missed) * preempt_per_h), dtype=float)
+        tau_h = np.where(saves_on_notice, lossy_tau, tau_h)
         factor = np.where(saves_on_notice, notice_factor, factor)
-        # The simulation draws hardware failures; announced preemptions stretch its samples by a fixed share.
-        mc_mtbf_h = np.where(saves_on_notice, hw_mtbf_h, mtbf_h)
-        mc_scale = np.where(saves_on_notice, notice_factor / hw_factor, 1.0)
+        # The simulation draws the lossy events; announced preemptions stretch its samples by a fixed share.
+        mc_mtbf_h = np.where(saves_on_notice, lossy_mtbf_h, mtbf_h)
+        mc_scale = np.where(saves_on_notice, notice_factor / lossy_factor, 1.0)
     return {
         "rate": rate, "restart_h": restart_h, "mtbf_h": mtbf_h, "delta_h": delta_h, "tau_h": tau_h,
         "factor": factor, "stable": np.isfinite(factor) & (factor <= MAX_WALL_OVER_STEADY),
@@ -649,6 +653,23 @@ def _what_would_fit(rows, cost, wall, cons, max_wall_h: float) -> list[str]:
     return out
 
 
+def _warn_past_limits(plans: list[Plan], budget_usd: float | None, deadline_h: float | None) -> None:
+    """--budget and --deadline keep plans by their expected cost and time; say where the p90 goes past them."""
+    for p in plans:
+        if budget_usd is not None and (p.cost_p90_usd or 0.0) > budget_usd:
+            p.warnings.append(f"p90 cost ${p.cost_p90_usd:,.0f} is over the ${budget_usd:,.0f} budget "
+                              "(the budget holds the expected cost; one run in ten costs more)")
+        if deadline_h is not None and (p.wall_p90_hours or 0.0) > deadline_h:
+            p.warnings.append(f"p90 wall time {fmt_duration(p.wall_p90_hours)} is past the "
+                              f"{fmt_duration(deadline_h)} deadline (one run in ten finishes later)")
+
+
+def _missed_text() -> str:
+    from gpuplan.economics.checkpoint import notice_missed_share
+
+    return f"{notice_missed_share():.0%} of preemptions (assumed)"
+
+
 def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
     o, provider, net = r["offer"], r["provider"], r["net"]
     notes, risk = list(r["res"].notes), 0.0
@@ -659,7 +680,8 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
                      f"checkpoint every {r['tau_h'] * 60:.0f} min")
         if r["saves_on_notice"]:
             notes.append(f"the {r['notice_s']:.0f} s preemption notice fits a {r['delta_h'] * 3600:.0f} s checkpoint "
-                         "write: save on notice, so preemptions lose no work")
+                         f"write: save on notice; notices are best effort, so {_missed_text()} lose the work "
+                         "since the last checkpoint and set the interval with hardware failures")
         if r["nodes"] > 1:
             notes.append(f"every restart must re-acquire {r['nodes']} spot nodes on one fabric together")
     if overhead > 0.15:
