@@ -10,13 +10,13 @@ from gpuplan.errors import UsageError
 def test_epoch_worked_example_h100_at_40k():
     """formulas.md §10: 40000 · 1.64 / 0.81 · 0.322 / 8766 ≈ $2.97 per GPU-hour."""
     r = own_vs_rent("H100-SXM", [3.0], purchase_usd=40000, depreciation="epoch", utilization=1.0,
-                    power_usd_per_kwh=0.0)
+                    power_usd_per_kwh=0.0, colocation_usd_per_kw_month=0.0)
     assert r.capex_usd_per_hour == pytest.approx(2.97, abs=0.01)
     assert r.owned_usd_per_gpu_hour == pytest.approx(r.capex_usd_per_hour)
 
 
 def test_straight_line_and_power_components():
-    r = own_vs_rent("H100-SXM", [2.0], purchase_usd=30000, life_years=5, utilization=1.0)
+    r = own_vs_rent("H100-SXM", [2.0], purchase_usd=30000, life_years=5, utilization=1.0, interest_rate_per_year=0)
     capex = 30000 * 1.64 / 0.81
     assert r.capex_usd == pytest.approx(capex)
     assert r.capex_usd_per_hour == pytest.approx(capex / (5 * 8766))
@@ -39,7 +39,7 @@ def test_payback_matches_a_month_by_month_simulation():
     r = own_vs_rent("H100-SXM", {"rent": 4.0}, purchase_usd=33750, utilization=0.8)
     months, cum = 0, 0.0
     while cum < r.capex_usd:
-        cum += 4.0 * 730 * 0.8 - r.power_usd_per_hour * 730
+        cum += 4.0 * 730 * 0.8 - (r.power_usd_per_hour + r.colocation_usd_per_hour) * 730
         months += 1
     assert months - 1 < r.comparisons[0].payback_months <= months
 
@@ -51,9 +51,9 @@ def test_cheap_rent_never_pays_back():
 
 
 def test_interest_and_residual():
-    base = own_vs_rent("H100-SXM", [2.0], purchase_usd=33750)
+    base = own_vs_rent("H100-SXM", [2.0], purchase_usd=33750, interest_rate_per_year=0)
     financed = own_vs_rent("H100-SXM", [2.0], purchase_usd=33750, interest_rate_per_year=0.08)
-    resale = own_vs_rent("H100-SXM", [2.0], purchase_usd=33750, residual_fraction=0.2)
+    resale = own_vs_rent("H100-SXM", [2.0], purchase_usd=33750, residual_fraction=0.2, interest_rate_per_year=0)
     assert financed.capex_usd_per_hour > base.capex_usd_per_hour > resale.capex_usd_per_hour
 
 

@@ -247,7 +247,8 @@ def plan_row(p: dict[str, Any], serve: bool, on_front: bool = False) -> dict[str
     return {
         "rank": f"{p['rank']}{'*' if on_front else ''}",
         "provider": p["provider"], "gpu": p["gpu"],
-        "shape": f"{p['gpus']} GPUs" if serve else f"{p['nodes']}x{p['gpus_per_node']:g}",
+        "shape": (f"{p['gpus']} GPUs" + (f" ({p['nodes']}x{p['gpus_per_node']:g})" if p['nodes'] > 1 else "")
+                  if serve else f"{p['nodes']}x{p['gpus_per_node']:g}"),
         "pricing": fmt_pricing(p["pricing"]), "layout": plan_layout_text(p),
         "wall": fmt_hours(p.get("wall_hours")), "wall_p90": fmt_hours(p.get("wall_p90_hours")),
         "cost": fmt_usd(p["cost_usd"]), "cost_p90": fmt_usd(p.get("cost_p90_usd")),

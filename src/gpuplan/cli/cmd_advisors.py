@@ -194,6 +194,7 @@ def testtime_command(
                          "(--limit 0 shows all, --json prints every query)") if more else None)
     typer.echo(f"expected solved: {res.expected_solved:.3f} of {res.n_queries} "
                f"(uniform: {res.uniform_expected_solved:.3f}, {(res.gain_vs_uniform if abs(res.gain_vs_uniform) >= 5e-4 else 0.0):+.3f}); spent {res.spent:g} of {res.budget:g}")
+    typer.echo(f"note: {res.assumptions['caveat']}")
 
 
 # ---- apis ----------------------------------------------------------------------------------
@@ -209,10 +210,15 @@ def apis_command(
     from gpuplan.cli.output import emit, fmt_usd
     from gpuplan.economics.api_prices import list_api_prices
 
-    rows = [p.as_row() for p in list_api_prices(provider=provider, model_like=model_like)]
+    from gpuplan.catalog.records import STALE_AFTER_DAYS
+    from gpuplan.economics.self_host import api_price_stale
+
+    # stale = older than the catalog's limit, the one breakeven warns at and the planner ranks GPU prices by
+    rows = [{**p.as_row(), "stale": api_price_stale(p)} for p in list_api_prices(provider=provider, model_like=model_like)]
     emit(rows, [("id", "id"), ("open_model", "open model"), ("input_usd_per_mtok", "$/M in"),
                 ("output_usd_per_mtok", "$/M out"), ("as_of", "as of"), ("age_days", "age (d)"), ("stale", "stale")],
-         as_json=as_json, as_csv=as_csv, title=f"API prices ({len(rows)})",
+         as_json=as_json, as_csv=as_csv,
+         title=f"API prices ({len(rows)}; {sum(r['stale'] for r in rows)} older than {STALE_AFTER_DAYS} days)",
          formatters={"input_usd_per_mtok": fmt_usd, "output_usd_per_mtok": fmt_usd})
 
 
@@ -227,10 +233,11 @@ def own_vs_rent_command(
     utilization: Annotated[Optional[float], typer.Option("--utilization", help="Share of hours the owned GPU does useful work (default 0.6).")] = None,
     power_usd_per_kwh: Annotated[Optional[float], typer.Option("--power-usd-per-kwh", help="Electricity price (default 0.075).")] = None,
     pue: Annotated[Optional[float], typer.Option("--pue", help="Data-centre PUE (default 1.25).")] = None,
-    ops_usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--ops-usd-per-gpu-hour", help="Staff, colo, maintenance per GPU-hour (default 0).")] = None,
+    ops_usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--ops-usd-per-gpu-hour", help="Staff, maintenance, networking opex per GPU-hour (default 0: no sourced figure).")] = None,
+    colocation: Annotated[Optional[float], typer.Option("--colocation-usd-per-kw-month", help="Colocation rent per kW of provisioned server power (default 184.06: CBRE H2 2024 primary-market average).")] = None,
     residual_fraction: Annotated[Optional[float], typer.Option("--residual-fraction", help="Resale value at end of life, share of capex.")] = None,
-    interest_rate: Annotated[Optional[float], typer.Option("--interest-rate", help="Cost of capital per year (default 0).")] = None,
-    rent: Annotated[Optional[list[float]], typer.Option("--rent-usd-per-gpu-hour", help="Rental price to compare (repeatable); default: catalog cheapest and median on-demand.")] = None,
+    interest_rate: Annotated[Optional[float], typer.Option("--interest-rate", help="Cost of capital per year (default 0.075: US bank prime rate, a floor).")] = None,
+    rent: Annotated[Optional[list[float]], typer.Option("--rent-usd-per-gpu-hour", help="Rental price to compare (repeatable); default: cheapest and median provider of the pool breakeven prices from (hyperscaler/neocloud on-demand, <= 180 days old, one vote per provider).")] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
@@ -243,22 +250,22 @@ def own_vs_rent_command(
     g = get_gpu(gpu)
     if rent:
         rents: dict[str, float] | list[float] = {f"given ${r:g}/h": r for r in rent} if len(set(rent)) == len(rent) else list(rent)
-        rent_source = "given"
+        rent_source, rent_basis = "given", None
     else:
         from gpuplan.catalog.catalog import Catalog
         from gpuplan.economics.self_host import catalog_rents
 
-        rents, rent_source = catalog_rents(g.id, Catalog.load(db))  # the catalog --db chose
+        rents, rent_source, rent_basis = catalog_rents(g.id, Catalog.load(db))  # the catalog --db chose
         if not rents:
             raise UsageError(f"no on-demand {g.id} offers in the catalog; pass --rent-usd-per-gpu-hour")
     res = own_vs_rent(g.id, rents, purchase_usd=purchase_usd, utilization=utilization, life_years=life_years,
                       depreciation=depreciation, residual_fraction=residual_fraction,
                       interest_rate_per_year=interest_rate, power_usd_per_kwh=power_usd_per_kwh, pue=pue,
-                      ops_usd_per_gpu_hour=ops_usd_per_gpu_hour)
+                      ops_usd_per_gpu_hour=ops_usd_per_gpu_hour, colocation_usd_per_kw_month=colocation)
     if as_json:
         from gpuplan.cli.output import print_json
 
-        print_json({**res.model_dump(), "rent_source": rent_source})
+        print_json({**res.model_dump(), "rent_source": rent_source, "rent_basis": rent_basis})
         return
     if as_csv:  # one row per rental price compared
         from gpuplan.cli.output import print_csv
@@ -268,16 +275,26 @@ def own_vs_rent_command(
         return
     from gpuplan.cli.output import fmt_usd, print_table
 
-    typer.echo(f"{res.gpu}: ${res.purchase_usd:,.0f} GPU → ${res.capex_usd:,.0f} with server and interconnect; "
-               f"{res.depreciation} over {res.life_years:g} y")
+    dated = ("given" if res.purchase_source == "given" else
+             f"price as of {res.purchase_as_of_note}: {res.purchase_age_days} days old" if res.purchase_as_of
+             else "price undated")
+    typer.echo(f"{res.gpu}: ${res.purchase_usd:,.0f} GPU ({dated}) → ${res.capex_usd:,.0f} with server and "
+               f"interconnect; {res.depreciation} over {res.life_years:g} y")
+    a = res.assumptions
+    typer.echo(f"assumptions: cost of capital {a['interest_rate_per_year']:.1%}/year [--interest-rate]; colocation "
+               f"${a['colocation_usd_per_kw_month']:,.2f}/kW-month x {a['colocation_kw_per_gpu']:.2f} kW/GPU "
+               f"[--colocation-usd-per-kw-month]; power ${a['usd_per_kwh']:g}/kWh, PUE {a['pue']:g} "
+               f"[--power-usd-per-kwh, --pue]; other ops ${res.ops_usd_per_hour:g}/GPU-h [--ops-usd-per-gpu-hour]")
+    typer.echo(f"rent compared: {rent_source}")
     typer.echo(f"owned: ${res.capex_usd_per_hour:.3f} capex + ${res.power_usd_per_hour:.3f} power + "
+               f"${res.colocation_usd_per_hour:.3f} colocation + "
                f"${res.ops_usd_per_hour:.3f} ops = ${res.owned_usd_per_hour:.3f} per installed hour; "
                f"${res.owned_usd_per_gpu_hour:.3f} per useful hour at {res.utilization:.0%} utilisation")
     rows = [c.model_dump() for c in res.comparisons]
     print_table(rows, [("label", "rent"), ("rent_usd_per_gpu_hour", "$/GPU-h"), ("owned_cheaper", "own wins"),
                        ("breakeven_utilization", "break-even util"), ("payback_months", "payback (months)"),
                        ("savings_usd_per_month", "own saves $/month/GPU")],
-                title=f"own vs rent ({rent_source})",
+                title="own vs rent" + (" (given rents)" if rent_basis is None else ""),
                 formatters={"rent_usd_per_gpu_hour": fmt_usd, "savings_usd_per_month": fmt_usd,
                             "breakeven_utilization": lambda v: f"{v:.0%}" if v <= 1 else f"{v:.0%} (never)",
                             "payback_months": lambda v: "never" if v is None else f"{v:.1f}"})
@@ -373,6 +390,8 @@ def breakeven_command(
         return
     from gpuplan.cli.output import fmt_usd, print_table
 
+    for w in out.get("warnings", []):
+        typer.echo(w)
     host = out["self_host"]
     spare = f" + {host['spare_replicas']} spare" if host["spare_replicas"] else ""
     typer.echo(f"self-host {out['model']} on {out['gpu']}: {host['serving_replicas']} replica(s){spare} of "

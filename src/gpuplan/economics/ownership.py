@@ -9,8 +9,10 @@ sources in `data/ownership-defaults.json`.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+import re
 import statistics
 from functools import lru_cache
 from importlib import resources
@@ -35,6 +37,13 @@ def default_purchase_usd(gpu_id: str) -> float | None:
     return float(entry["default"]) if entry else None
 
 
+def purchase_price_date(gpu_id: str) -> dt.date | None:
+    """The date of the default purchase price (the first ISO date in its as_of note), or None."""
+    entry = ownership_defaults()["purchase_usd"].get(gpu_id)
+    m = re.search(r"\d{4}-\d{2}-\d{2}", str(entry.get("as_of", ""))) if entry else None
+    return dt.date.fromisoformat(m.group(0)) if m else None
+
+
 class RentComparison(BaseModel):
     label: str
     rent_usd_per_gpu_hour: float
@@ -50,7 +59,12 @@ class OwnVsRent(BaseModel):
     capex_usd: float = Field(description="GPU + server share + interconnect share, per GPU")
     capex_usd_per_hour: float
     power_usd_per_hour: float
+    colocation_usd_per_hour: float = Field(description="colocation rent on the provisioned server power per GPU")
     ops_usd_per_hour: float
+    purchase_source: str = Field(description="'given', or the source of the default purchase price")
+    purchase_as_of: str | None = Field(default=None, description="date of the default purchase price (None = given)")
+    purchase_age_days: int | None = None
+    purchase_as_of_note: str | None = Field(default=None, description="the data file's as_of text for the default price")
     owned_usd_per_hour: float = Field(description="per installed GPU-hour, busy or idle")
     owned_usd_per_gpu_hour: float = Field(description="per useful GPU-hour at the given utilisation")
     owned_usd_per_gpu_hour_by_method: dict[str, float] = Field(default_factory=dict)
@@ -113,6 +127,8 @@ def own_vs_rent(
     ops_usd_per_gpu_hour: float | None = None,
     server_multiplier: float | None = None,
     interconnect_share: float | None = None,
+    colocation_usd_per_kw_month: float | None = None,
+    today: dt.date | None = None,
 ) -> OwnVsRent:
     """Owned $/useful GPU-hour vs each rental price; break-even utilisation and payback months.
 
@@ -128,6 +144,7 @@ def own_vs_rent(
         gpu_id = g.id
         if tdp_w is None:
             tdp_w = g.tdp_w
+    purchase_given = purchase_usd is not None
     if purchase_usd is None:
         purchase_usd = default_purchase_usd(gpu_id)
         if purchase_usd is None:
@@ -153,7 +170,16 @@ def own_vs_rent(
     ops = _num("ops (USD per GPU-hour)", ops_usd_per_gpu_hour if ops_usd_per_gpu_hour is not None else d["ops_usd_per_gpu_hour"], 0, 1e4, lo_inclusive=True)
     smult = _num("server multiplier", server_multiplier if server_multiplier is not None else d["server_multiplier"], 0, 20)
     ishare = _num("interconnect share", interconnect_share if interconnect_share is not None else d["interconnect_share"], 0, 0.9, lo_inclusive=True)
+    colo = _num("colocation (USD per kW-month)",
+                colocation_usd_per_kw_month if colocation_usd_per_kw_month is not None else d["colocation_usd_per_kw_month"],
+                0, 1e5, lo_inclusive=True)
     rents = _rent_items(rent_usd_per_gpu_hour)
+    if purchase_given:
+        p_source, p_date, p_age = "given", None, None
+    else:
+        p_date = purchase_price_date(gpu_id)
+        p_source = d["purchase_usd"][gpu_id]["source"]
+        p_age = ((today or dt.date.today()) - p_date).days if p_date else None
 
     hours_year, hours_month = d["hours_per_year"], HOURS_PER_MONTH
     capex = capex_per_gpu(purchase, smult, ishare)
@@ -161,13 +187,15 @@ def own_vs_rent(
                  for m in DEPRECIATION_METHODS}
     cap_h = by_method[method]
     pow_h = power_usd_per_hour(tdp, pw["chip_to_server_ratio"], pw["average_power_fraction"], pue_v, kwh)
-    fixed_h = cap_h + pow_h + ops
+    colo_kw = tdp / 1000.0 * pw["chip_to_server_ratio"]  # provisioned server power per GPU
+    colo_h = colo_kw * colo / hours_month
+    fixed_h = cap_h + pow_h + colo_h + ops
     owned_useful = fixed_h / util
 
     comparisons = []
     for label, rent in rents:
         avoided_month = rent * hours_month * util
-        running_month = (pow_h + ops) * hours_month
+        running_month = (pow_h + colo_h + ops) * hours_month
         margin = avoided_month - running_month
         comparisons.append(RentComparison(
             label=label, rent_usd_per_gpu_hour=rent, owned_cheaper=owned_useful < rent,
@@ -177,26 +205,44 @@ def own_vs_rent(
     caveats = []
     if ops == 0:
         caveats.append(d["ops_note"])
+    if p_age is not None and p_age > _stale_days():
+        caveats.append(f"the default {gpu_id} purchase price is {p_age} days old (as of {p_date.isoformat()}); "
+                       "pass --purchase-usd with a current quote")
     caveats.append("owned capacity cannot shrink off-peak; rented capacity can, so compare at the utilisation you would really sustain")
     for c in comparisons:
         if c.payback_months is not None and c.payback_months > life * 12:
             caveats.append(f"{c.label}: payback ({c.payback_months:.0f} months) is longer than the {life:g}-year life")
     return OwnVsRent(
         gpu=gpu_id, purchase_usd=purchase, capex_usd=capex, capex_usd_per_hour=cap_h, power_usd_per_hour=pow_h,
-        ops_usd_per_hour=ops, owned_usd_per_hour=fixed_h, owned_usd_per_gpu_hour=owned_useful,
-        owned_usd_per_gpu_hour_by_method={m: (v + pow_h + ops) / util for m, v in by_method.items()},
+        colocation_usd_per_hour=colo_h, ops_usd_per_hour=ops, purchase_source=p_source,
+        purchase_as_of=p_date.isoformat() if p_date else None, purchase_age_days=p_age,
+        purchase_as_of_note=None if purchase_given else str(d["purchase_usd"][gpu_id].get("as_of") or "undated"), owned_usd_per_hour=fixed_h, owned_usd_per_gpu_hour=owned_useful,
+        owned_usd_per_gpu_hour_by_method={m: (v + pow_h + colo_h + ops) / util for m, v in by_method.items()},
         utilization=util, life_years=life, depreciation=method, comparisons=comparisons,
         cheapest_rent=min(comparisons, key=lambda c: c.rent_usd_per_gpu_hour) if comparisons else None,
         assumptions={"server_multiplier": smult, "interconnect_share": ishare, "tdp_w": tdp,
                      "chip_to_server_ratio": pw["chip_to_server_ratio"],
                      "average_power_fraction": pw["average_power_fraction"], "pue": pue_v, "usd_per_kwh": kwh,
                      "residual_fraction": residual, "interest_rate_per_year": rate,
+                     "colocation_usd_per_kw_month": colo, "colocation_kw_per_gpu": colo_kw,
                      "epoch_rate_per_year": dep["epoch_rate_per_year"], "hours_per_year": hours_year,
                      "hours_per_month": hours_month, "power_billed": "every installed hour (busy or idle)",
                      "depreciation_why": dep["why"], "sources": {"capex": d["capex_source"], "power": pw["source"],
-                                                                 "depreciation": dep["source"]}},
+                                                                 "depreciation": dep["source"],
+                                                                 "purchase": p_source,
+                                                                 "colocation": ("given" if colocation_usd_per_kw_month
+                                                                                is not None else d["colocation_source"]),
+                                                                 "interest_rate": ("given" if interest_rate_per_year
+                                                                                   is not None
+                                                                                   else d["interest_rate_source"])}},
         caveats=caveats,
     )
+
+
+def _stale_days() -> int:
+    from gpuplan.catalog.records import STALE_AFTER_DAYS
+
+    return STALE_AFTER_DAYS
 
 
 def _rent_items(rents: list[float] | dict[str, float]) -> list[tuple[str, float]]:

@@ -42,6 +42,7 @@ def compare_self_host_to_apis(
     max_tpot_ms: float | None = None, offline: bool = False,
     target_utilization: float = DEFAULT_TARGET_UTILIZATION, eng_usd_per_month: float | None = None,
     peak_factor: float | None = None, redundancy: bool = True, catalog=None, sensitivity: bool = True,
+    today: dt.date | None = None,
 ) -> dict[str, Any]:
     """Monthly cost of self-hosting `model` on `gpu` vs each API, the break-even points and the
     cost-vs-volume curves.
@@ -123,7 +124,7 @@ def compare_self_host_to_apis(
                      "api_usd_per_month": r.api_usd_per_month, "self_host_usd_per_month": r.self_host_usd_per_month,
                      "cheaper": r.cheaper, "breakeven_tokens_per_month": r.breakeven_tokens_per_month,
                      "breakeven_utilisation": r.breakeven_utilisation, "price_as_of": p.as_of.isoformat(),
-                     "price_age_days": p.age_days(), "price_stale": p.is_stale()})
+                     "price_age_days": p.age_days(today), "price_stale": api_price_stale(p, today)})
     same = [(p, r) for p, r in results if _same_model(p, spec, model)]
     primary_p, primary = min(same or results, key=lambda pr: pr[1].api_usd_per_mtok)
     first = results[0][1]
@@ -182,6 +183,7 @@ def compare_self_host_to_apis(
                         "capacity_source": "gpuplan.perf.capacity.plan_capacity (SLO-constrained throughput)",
                         "replica_sizes_tried": list(REPLICA_SIZES),
                         **{f"capacity_{k}": v for k, v in plan.assumptions.items() if isinstance(v, (int, float, str))}},
+        "warnings": stale_api_warnings([p for p, _ in results], today),
         "caveats": ["closed or different-model APIs differ in quality; compare like with like where same_model is false",
                     "API list prices ignore cached-input and batch discounts (often 50%)"],
     }
@@ -201,6 +203,28 @@ def compare_self_host_to_apis(
             price=price, peak=peak, eng=eng, spare=spare, ttft=ttft, tpot=tpot,
             cheapest=_cheapest_offer(g.id, catalog) if basis is not None else None)
     return out
+
+
+def api_price_stale(p, today: dt.date | None = None) -> bool:
+    """An API list price older than the catalog's stale limit, the one the planner ranks GPU prices by."""
+    from gpuplan.catalog.records import STALE_AFTER_DAYS
+
+    return p.age_days(today) > STALE_AFTER_DAYS
+
+
+def stale_api_warnings(prices, today: dt.date | None = None) -> list[str]:
+    """One warning naming every compared API price past the stale limit (empty when all are fresh)."""
+    from gpuplan.catalog.records import STALE_AFTER_DAYS
+
+    stale = [p for p in prices if api_price_stale(p, today)]
+    if not stale:
+        return []
+    oldest = max(stale, key=lambda p: p.age_days(today))
+    who = (f"{stale[0].id} is" if len(stale) == 1 else
+           f"{len(stale)} of the {len(prices)} API prices compared are")
+    return [f"WARNING: {who} older than {STALE_AFTER_DAYS} days (oldest: {oldest.id}, as of "
+            f"{oldest.as_of.isoformat()}, {oldest.age_days(today)} days old); API list prices fall often, so the "
+            "break-even may be wrong: check the provider's current price (`gpuplan apis` shows every date)"]
 
 
 def _plan(spec, gpu_id: str, input_len: int, output_len: int, demand: float, peak: float, ttft_ms: float | None,
@@ -316,19 +340,31 @@ def _cheapest_offer(gpu_id: str, catalog) -> tuple[float, str, str] | None:
     return o.price_per_gpu_hour_usd, o.provider, prov.kind if prov else "unknown kind"
 
 
-def catalog_rents(gpu_id: str, catalog=None) -> tuple[dict[str, float], str]:
-    """Cheapest and median on-demand $/GPU-h from the catalog, with a note on where they came from."""
+def catalog_rents(gpu_id: str, catalog=None, today: dt.date | None = None) -> tuple[dict[str, float], str, dict | None]:
+    """The rents own-vs-rent compares with: the same pool as break-even's default price
+    (`reliable_gpu_price`: reliable providers, prices within the stale limit, one vote per provider),
+    summarised as its cheapest and median provider. Returns (rents, one-line note, the price basis)."""
     try:
         from gpuplan.catalog.catalog import Catalog  # noqa: F401
     except ImportError:
-        return {}, "catalog not available"
+        return {}, "catalog not available", None
     from gpuplan.economics.ownership import rental_prices_from_offers
 
     cat = catalog if catalog is not None else _load_catalog()
-    offers = cat.offers(gpu=gpu_id, pricing="on_demand")
-    rents = rental_prices_from_offers([o.price_per_gpu_hour_usd for o in offers])
-    newest = max((o.as_of for o in offers), default=None)
-    return rents, f"{len(offers)} on-demand offers in the {cat.origin} catalog (newest {newest})"
+    try:
+        basis = reliable_gpu_price(gpu_id, cat, today=today)
+    except UsageError:
+        return {}, f"no on-demand {gpu_id} offers in the {cat.origin} catalog", None
+    rents = rental_prices_from_offers(list(basis["providers"].values()))
+    day = today or dt.date.today()
+    newest = (day - dt.date.fromisoformat(basis["newest_as_of"])).days
+    oldest = (day - dt.date.fromisoformat(basis["oldest_as_of"])).days
+    basis = {**basis, "newest_age_days": newest, "oldest_age_days": oldest}
+    n = len(basis["providers"])
+    note = (f"median ${rents['median on-demand']:.2f}/GPU-h of {n} provider{'s' if n != 1 else ''} "
+            f"(one vote each, {basis['offers']} offers, prices {newest}-{oldest} days old, "
+            f"as of {basis['oldest_as_of']} to {basis['newest_as_of']}); the pool break-even prices from")
+    return rents, note, basis
 
 
 def _same_model(p, spec, text: str) -> bool:

@@ -49,6 +49,10 @@ class TcoInputs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     final_run_usd: float | None = None
+    # a planned final run: the plan's summary and its p10-p90 cost band (see planned_final_run_inputs)
+    final_run_planned: str | None = None
+    final_run_low_usd: float | None = None
+    final_run_high_usd: float | None = None
     gpu_hours: float | None = None
     price_per_gpu_hour: float | None = None
     experiments_multiplier: float | None = None
@@ -140,6 +144,7 @@ def compute_tco(inputs: TcoInputs) -> TcoResult:
     d = tco_defaults()
     notes: list[str] = []
     final, final_basis, final_hours = _final_run(inputs)
+    final_lo, final_hi = _final_band(inputs, final)
 
     em = d["experiments_multiplier"]
     mult = _opt(inputs.experiments_multiplier, "experiments multiplier", allow_zero=False, maximum=100)
@@ -150,7 +155,7 @@ def compute_tco(inputs: TcoInputs) -> TcoResult:
 
     shares = d["shares_of_total"]
     known: dict[str, tuple[float, str, str]] = {}  # key -> (usd, basis, source)
-    known["final_run"] = (final, final_basis, "user")
+    known["final_run"] = (final, final_basis, "planner" if inputs.final_run_planned else "user")
     known["experiments"] = (final * (mult - 1.0), f"final run x ({mult:g} - 1)" + ("" if mult_given else
                             f"; default multiplier, range {em['low']:g}-{em['high']:g}x"),
                             "user" if mult_given else em["source"])
@@ -199,8 +204,11 @@ def compute_tco(inputs: TcoInputs) -> TcoResult:
         if key in known:
             usd, basis, source = known[key]
             low = high = usd
-            if key == "experiments" and not mult_given:
-                low, high = final * (em["low"] - 1.0), final * (em["high"] - 1.0)
+            if key == "final_run":
+                low, high = final_lo, final_hi
+            if key == "experiments":  # the final run's band carries into the experiments it multiplies
+                lo_m, hi_m = (mult, mult) if mult_given else (em["low"], em["high"])
+                low, high = final_lo * (lo_m - 1.0), final_hi * (hi_m - 1.0)
             # overridden: the user replaced a default (the final run has none; experiments only via the multiplier)
             overridden = mult_given if key == "experiments" else key != "final_run"
             lines.append(TcoLine(key=key, name=LINE_NAMES[key], usd=usd, low_usd=low, high_usd=high, basis=basis,
@@ -219,7 +227,8 @@ def compute_tco(inputs: TcoInputs) -> TcoResult:
     for ln in lines:
         ln.share = ln.usd / total if total > 0 else 0.0
 
-    low_total, high_total = _total_range(final, known, mult_given, em, fractions, shares, defaulted, hosting_usd)
+    low_total, high_total = _total_range((final_lo, final_hi), known, mult, mult_given, em, fractions, shares,
+                                         defaulted, hosting_usd)
     result = TcoResult(
         lines=lines, total_usd=total, development_usd=dev, hosting_usd=hosting_usd,
         total_low_usd=low_total, total_high_usd=high_total, notes=notes,
@@ -227,11 +236,30 @@ def compute_tco(inputs: TcoInputs) -> TcoResult:
             "experiments_multiplier": mult, "experiments_multiplier_source": "user" if mult_given else em["source"],
             "defaulted_lines": defaulted, "default_shares": {k: fractions[k][0] for k in defaulted},
             "method": "lines not given are shares of the development total: total = known / (1 - sum of shares)",
-            "final_run_basis": final_basis, "about": d["about"],
+            "final_run_basis": final_basis, "final_run_range_usd": [final_lo, final_hi], "about": d["about"],
         },
     )
     _energy(inputs, result, final_hours, mult)
     return result
+
+
+def planned_final_run_inputs(plan: dict[str, Any], summary: str | None = None) -> dict[str, Any]:
+    """TcoInputs fields that mark the final run as planned and carry the plan's p10-p90 cost band
+    (`plan` is a ranked training plan as a dict: cost_usd, cost_p10_usd, cost_p90_usd)."""
+    cost = float(plan["cost_usd"])
+    return {"final_run_planned": summary or "planned", "final_run_low_usd": float(plan.get("cost_p10_usd") or cost),
+            "final_run_high_usd": float(plan.get("cost_p90_usd") or cost)}
+
+
+def _final_band(inputs: TcoInputs, final: float) -> tuple[float, float]:
+    lo = _opt(inputs.final_run_low_usd, "final run p10 cost ($)", allow_zero=False)
+    hi = _opt(inputs.final_run_high_usd, "final run p90 cost ($)", allow_zero=False)
+    if (lo is not None or hi is not None) and inputs.final_run_planned is None:
+        raise UsageError("a final-run cost band comes from a planned run; give final_run_usd alone")
+    lo, hi = (final if lo is None else lo), (final if hi is None else hi)
+    if not lo <= final * (1 + 1e-9) or not hi >= final * (1 - 1e-9):
+        raise UsageError(f"final run band ${lo:,.0f}-${hi:,.0f} must contain its expected cost ${final:,.0f}")
+    return min(lo, final), max(hi, final)
 
 
 def _final_run(inputs: TcoInputs) -> tuple[float, str, float | None]:
@@ -244,6 +272,10 @@ def _final_run(inputs: TcoInputs) -> tuple[float, str, float | None]:
                              f"= {hours * price:,.0f}; give one or the other")
         if hours is None and price is not None:
             hours = final / price
+        if inputs.final_run_planned is not None:
+            lo, hi = _final_band(inputs, final)
+            band = f" (p10-p90 ${lo:,.0f}-${hi:,.0f})" if lo != hi else ""
+            return final, f"planned: {inputs.final_run_planned}{band}", hours
         return final, "given", hours
     if hours is None or price is None:
         raise UsageError("give --final-run-usd, or --gpu-hours with --price-per-gpu-hour")
@@ -306,11 +338,14 @@ def _hosting(inputs: TcoInputs) -> tuple[float, TcoLine]:
                         source="user" if usd else "-", overridden=usd > 0)
 
 
-def _total_range(final, known, mult_given, em, fractions, shares, defaulted, hosting_usd) -> tuple[float, float]:
+def _total_range(final_band, known, mult, mult_given, em, fractions, shares, defaulted,
+                 hosting_usd) -> tuple[float, float]:
+    """Low and high totals: the final run at its band's end (p10/p90 when planned), the experiments
+    multiplier at its range's end unless given, and each defaulted share at its typical end."""
     out = []
-    for end in ("low", "high"):
-        ks = sum(v[0] for k, v in known.items() if k != "experiments")
-        ks += final * ((em[end] - 1.0) if not mult_given else (known["experiments"][0] / final))
+    for end, final in zip(("low", "high"), final_band):
+        ks = sum(v[0] for k, v in known.items() if k not in ("experiments", "final_run")) + final
+        ks += final * ((em[end] - 1.0) if not mult_given else (mult - 1.0))
         s = sum(fractions[k][0] if fractions[k][1] else shares[k][end] for k in defaulted)
         out.append(ks / (1.0 - s) + hosting_usd)
     return out[0], out[1]

@@ -202,6 +202,11 @@ class Allocation(BaseModel):
     assumptions: dict[str, Any] = Field(default_factory=dict)
 
 
+INDEPENDENCE_CAVEAT = ("assumes independent attempts and a perfect verifier: P(solved) = 1 - (1 - p)^k; "
+                       "correlated attempts (the same mistake repeated) or an imperfect verifier/selector "
+                       "solve fewer queries than shown, so read these as upper bounds")
+
+
 def solved_probability(p: float, k: int) -> float:
     """1 − (1 − p)^k, accurate for tiny p."""
     if k <= 0 or p <= 0:
@@ -248,8 +253,9 @@ def allocate_attempts(queries: list[Query], budget: float) -> Allocation:
         spent=sum(k * q.cost for q, k in zip(queries, attempts)),
         expected_solved=e_opt, uniform_expected_solved=e_uni, gain_vs_uniform=e_opt - e_uni,
         n_queries=len(queries), total_attempts=sum(attempts), marginal_gain_per_cost=lam, queries=rows,
-        assumptions={"attempts_independent": True,
+        assumptions={"attempts_independent": True, "verifier": "perfect (a correct attempt is always recognised)",
                      "success_model": "1 - (1 - p)^k per query (pass@k with a perfect verifier)",
+                     "caveat": INDEPENDENCE_CAVEAT,
                      "uniform_baseline": "equal attempts per query in file order, then one more each while budget lasts"},
     )
 

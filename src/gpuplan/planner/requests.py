@@ -382,8 +382,9 @@ def estimate_serve(req: ServeEstimateRequest):
                            concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
                            engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
                            eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp)
-    est.assumptions["precision_basis"] = ("given" if req.precision else
-                                          f"the model's native precision ({est.precision})")
+    native = getattr(model, "native_precision", None) or "bf16"
+    est.assumptions["precision_basis"] = (f"the model's native precision ({est.precision})"
+                                          if req.precision is None or req.precision == native else "given")
     return est
 
 
@@ -522,6 +523,9 @@ def tco(req: TcoRequest, catalog=None) -> dict[str, Any]:
         planned = planned_final_run(req, catalog)
         kw.update(final_run_usd=planned["final_run_usd"], gpu_hours=planned["gpu_hours"],
                   price_per_gpu_hour=planned["price_per_gpu_hour"])
+        from gpuplan.economics.tco import planned_final_run_inputs
+
+        kw.update(planned_final_run_inputs(planned["plan"], planned["summary"]))
         kw.setdefault("gpu", planned["gpu"])
         kw.setdefault("region", planned["region"])
         kw["provider_kind"] = planned.get("provider_kind")
