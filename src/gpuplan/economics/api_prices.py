@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from gpuplan.catalog.records import STALE_AFTER_DAYS  # one staleness rule for GPU and API prices
 from gpuplan.errors import UnknownNameError, UsageError
-
-STALE_AFTER_DAYS = 120  # API list prices move every few months
 
 
 @dataclass(frozen=True)
