@@ -344,3 +344,17 @@ def test_csv_export_escapes_formula_cells_and_reimports_them(tmp_path):
     (o,) = parse_offers_file(f)
     assert (o.provider, o.instance_type, o.region, o.as_of_note, o.source) == ("=cmd", "+1+2", "@SUM(A1)", "-note",
                                                                                "'=quoted")
+
+
+def test_credentials_in_an_imported_source_are_not_stored_or_shown(cli, tmp_path, db):
+    f = write(tmp_path, "cred.csv", "provider,instance_type,gpu,gpus_per_node,region,pricing,price_per_hour_usd,"
+              "as_of,source\ncredcloud,x1,H100-SXM,8,us-east,on_demand,16,2026-11-01,"
+              "https://user:S3CRETPASS@example.com/p?api_key=TOPSECRET123&page=2\n")
+    code, _, err = cli("catalog", "import", str(f), "--db", db)
+    assert code == 0, err
+    code, out, _ = cli("offers", "--provider", "credcloud", "--json", "--db", db)
+    assert code == 0 and "example.com/p?api_key=***&page=2" in out
+    with Store(db) as s:
+        s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = Path(db).read_bytes()
+    assert b"S3CRETPASS" not in data and b"TOPSECRET123" not in data and "S3CRETPASS" not in out

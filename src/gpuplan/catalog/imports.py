@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, Offer, parse_as_of
+from gpuplan.catalog.store import scrub
 from gpuplan.errors import UnknownNameError, UsageError
 from gpuplan.files import csv_safe, csv_unescape, write_atomic  # noqa: F401  (write_atomic re-exported)
 
@@ -161,7 +162,7 @@ def parse_offer_row(row: dict[str, Any], default_source: str) -> Offer:
             interconnect=_text("interconnect", row.get("interconnect")) or None,
             commitment_term_h=_number("commitment_term_h", row.get("commitment_term_h"), required=False,
                                       positive=True, upper=24 * 366 * 10),
-            as_of=as_of, as_of_note=note, source=_text("source", row.get("source")) or default_source,
+            as_of=as_of, as_of_note=scrub(note), source=scrub(_text("source", row.get("source")) or default_source),
             confidence="user", cluster=_yes_no("cluster", row.get("cluster")),
             fabric_gbps_per_node=_number("fabric_gbps_per_node", row.get("fabric_gbps_per_node"), required=False,
                                          positive=True, upper=1e6),

@@ -66,14 +66,19 @@ def resolve_db_path(db: str | os.PathLike | None = None) -> pathlib.Path:
 # a scheme (how the sources' `where()` prints a URL).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/]+@")
 _BARE_USERINFO = re.compile(r"([^\s/@:'\"()]+):[^\s/'\"()]*@(?=[A-Za-z0-9\[])")
+# Key-like query or fragment parameters ('?api_key=...', '&token=...', '&X-Amz-Signature=...').
+_SECRET_PARAM = re.compile(r"(?i)([?&#;](?:[a-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|signature|sig|auth"
+                           r"|credential)[a-z0-9_.-]*)=)[^&#\s'\"]+")
 
 
 def scrub(text: str) -> str:
-    """Text fit to print or store: known secrets replaced by '***' and the credentials of any URL
-    (user:password@ or token@) dropped (a source URL set as GPUPLAN_<NAME>_URL may carry them)."""
+    """Text fit to print or store: known secrets replaced by '***', the credentials of any URL (user:password@ or
+    token@) and the values of key-like URL parameters (api_key=, token=, signature=) dropped (a source URL set as
+    GPUPLAN_<NAME>_URL, or an imported offer's source, may carry them)."""
     from gpuplan.catalog.secrets import redact
 
     out = _URL_USERINFO.sub(r"\1***@", redact(str(text)))
+    out = _SECRET_PARAM.sub(r"\1***", out)
     return _BARE_USERINFO.sub(r"\1:***@", out)
 
 
