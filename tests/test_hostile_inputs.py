@@ -443,6 +443,10 @@ _PLAN_VALUE_CASES = {
     "plans-not-list": (_set("plans", {"a": 1}), "plans"),
     "string-100k": (_set("plans.0.instance_type", "x" * 200_000), "character"),
     "gpus-per-node-zero": (_set("plans.0.gpus_per_node", 0), "gpus_per_node"),
+    # A line break in a region or an instance type would start new YAML keys or documents in the exports.
+    "region-yaml-document": (_set("plans.0.region", "eu\n---\napiVersion: v1\nkind: Pod\n"), "control character"),
+    "instance-type-yaml-key": (_set("plans.0.instance_type", 'p5"\n  evil: true'), "control character"),
+    "engine-carriage-return": (_set("plans.0.provider", "aws\rx"), "control character"),
 }
 _PLAN_TEXT_CASES = {
     "deep-array": ("[" * 100_000 + "]" * 100_000, "nested"),
@@ -798,3 +802,13 @@ def test_web_oversized_and_foreign_host(web_client):
     assert r.status_code == 413
     for path in ("/static/../../etc/passwd", "/static/%2e%2e/%2e%2e/etc/passwd", "/api/nope"):
         assert web_client.get(path).status_code in (400, 404)
+
+
+@pytest.mark.parametrize("args", [["report", "--from", "{f}", "--out", "{d}/r.html"], ["export", "k8s", "--from", "{f}"],
+                                  ["catalog", "import", "{f}", "--db", "{d}/c.db"], ["testtime", "{f}", "--budget", "3"],
+                                  ["calibrate", "{f}"], ["models", "show", "{f}"]])
+def test_a_named_pipe_as_input_is_refused_not_waited_on(cli, tmp_path, args):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, out, err = cli(*[a.format(f=fifo, d=tmp_path) for a in args])
+    assert code == 2 and err.count("\n") == 1 and ("pipe" in err or "FIFO" in err), err

@@ -64,6 +64,18 @@ def _kind(mode: int) -> str | None:
     return None
 
 
+def check_in_file(path: str | os.PathLike, label: str | None = None) -> None:
+    """Refuse an input path that is a FIFO, device or socket (a FIFO would block the read forever, a device
+    never ends): one UsageError line. Missing paths and folders are left to the caller's own message."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    kind = _kind(st.st_mode)
+    if kind is not None and not stat.S_ISDIR(st.st_mode):  # folders keep each reader's own message
+        raise UsageError(f"{label or os.fspath(path)}: is {kind}, not a file")
+
+
 def _target(path: Path) -> Path:
     """The file a write to `path` lands in: `path` itself, or where its symlink chain ends."""
     if not path.is_symlink():

@@ -67,8 +67,8 @@ def _read_capped(path: Path, label: str) -> bytes:
         raise UsageError(f"--from {label}: cannot read it ({e.strerror or type(e).__name__})") from None
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"--from {label}: is a directory, not a plan file")
-    if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-        raise UsageError(f"--from {label}: is a device or socket, not a plan file")
+    if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        raise UsageError(f"--from {label}: is a device, socket or pipe, not a plan file")
     if stat.S_ISREG(st.st_mode) and st.st_size > MAX_PLAN_BYTES:
         raise UsageError(f"--from {label}: {st.st_size / 2**20:.0f} MiB is too large for a plan file "
                          f"(limit {MAX_PLAN_BYTES // 2**20} MiB)")
@@ -180,6 +180,10 @@ def _walk_strings(o: Any, where: str) -> None:
     if isinstance(o, str):
         if len(o) > MAX_STRING:
             raise _Invalid(f"{where or 'the file'} is a {len(o):,}-character string (limit {MAX_STRING:,})")
+        # gpuplan never writes line breaks or other control characters into a plan; in a region or an instance
+        # type they would break out of the exports' YAML comments and values into new keys or documents.
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in o):
+            raise _Invalid(f"{where or 'the file'} contains a line break or another control character")
     elif isinstance(o, dict):
         for k, v in o.items():
             _walk_strings(v, f"{where}.{k}" if where else str(k))

@@ -196,6 +196,9 @@ def _whole(col: str, v: Any) -> int | None:
 
 
 def _read_text(path: pathlib.Path) -> str:
+    from gpuplan.files import check_in_file
+
+    check_in_file(path)
     try:
         size = path.stat().st_size
     except FileNotFoundError:

@@ -56,7 +56,10 @@ def p_from_difficulty(difficulty: float, ability: float = 0.0, discrimination: f
 
 def load_queries(path: str | Path, ability: float = 0.0, discrimination: float = 1.0) -> list[Query]:
     """Queries from a CSV (header row) or JSON file (a list of objects, or {"queries": [...]})."""
+    from gpuplan.files import check_in_file
+
     p = Path(path)
+    check_in_file(p, f"queries file {str(p)!r}")
     if not p.exists():
         raise UsageError(f"queries file {str(p)!r} does not exist")
     if p.is_dir():

@@ -135,6 +135,9 @@ def load_config(path_or_dict: Any) -> tuple[dict[str, Any], str]:
         raise UsageError(f"model config must be a path or a dict, got {type(path_or_dict).__name__}")
     path = Path(path_or_dict).expanduser()
     label = str(path_or_dict)
+    from gpuplan.files import check_in_file
+
+    check_in_file(path, label)
     try:
         if path.is_dir():
             path = path / "config.json"

@@ -579,8 +579,11 @@ def _serve_run(row: dict, where: str, line: int, folder: Path) -> Run:
 
 def read_runs(path: str | os.PathLike) -> list[Run]:
     """The rows of a runs CSV, each checked; the first problem is one UsageError line."""
+    from gpuplan.files import check_in_file
+
     p = Path(path)
     shown = str(path)
+    check_in_file(p, shown)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
