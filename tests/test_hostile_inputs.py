@@ -812,3 +812,28 @@ def test_a_named_pipe_as_input_is_refused_not_waited_on(cli, tmp_path, args):
     os.mkfifo(fifo)
     code, out, err = cli(*[a.format(f=fifo, d=tmp_path) for a in args])
     assert code == 2 and err.count("\n") == 1 and ("pipe" in err or "FIFO" in err), err
+
+
+def test_a_store_with_a_corrupt_schema_byte_is_one_line_and_no_5xx(cli, store, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    data = bytearray(store.read_bytes())
+    text = b"snapshots_by_source ON snapshots (source, s"  # an index's CREATE statement in sqlite_master
+    i = data.find(text)
+    assert i >= 0
+    data[i + len(text) - 1] = 0x97  # not UTF-8 on its own
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(bytes(data))
+    code, _, err = cli("offers", "--db", str(bad))
+    assert code == 2 and "unreadable" in err and err.count("\n") == 1
+    assert TestClient(create_app(str(bad))).get("/api/health").status_code < 500
+
+
+def test_a_tiny_ownership_life_is_refused_and_huge_dollars_still_print(cli, no_bundled_store):
+    from gpuplan.display import fixed, fmt_usd
+
+    code, out, err = cli("own-vs-rent", "--gpu", "H100", "--life-years", "1e-50")
+    assert code == 2 and "life" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert fixed(1e40, 2).startswith("1000000000000000030") and fmt_usd(3e35).endswith("B")

@@ -27,9 +27,12 @@ def _round_half_up(x: float) -> int:
 def fixed(x: float, digits: int) -> str:
     """x with `digits` decimals, halves away from zero on the exact binary value (JavaScript's
     toFixed, so the page and the CLI print the same digits; Python's format rounds half to even)."""
-    from decimal import ROUND_HALF_UP, Decimal
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    try:
+        return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    except InvalidOperation:  # beyond Decimal's 28 digits (a 1e30 dollar figure): no decimals to round
+        return f"{x:.{digits}f}"
 
 
 def trim(x: float) -> str:

@@ -372,6 +372,10 @@ class Store:
                 self._open_readonly(f"{e}")  # e.g. a read-only mount os.access did not report
                 return
             raise self._db_error(e) from None
+        except UnicodeDecodeError as e:  # a corrupt schema text (sqlite hands it back as bad UTF-8)
+            self.close()
+            raise UsageError(f"catalog store {self.path} is unreadable (corrupt schema: {e.reason}); "
+                             "move it away or pass --db") from None
         except BaseException:
             self.close()
             raise

@@ -77,6 +77,9 @@ class OwnVsRent(BaseModel):
     caveats: list[str] = Field(default_factory=list)
 
 
+MIN_LIFE_YEARS = 0.1  # about five weeks: shorter "lives" are not depreciation, and overflow the per-hour figures
+
+
 def _num(name: str, v: Any, lo: float, hi: float, lo_inclusive: bool = False) -> float:
     try:
         x = float(v)
@@ -158,7 +161,8 @@ def own_vs_rent(
     purchase = _num("purchase price (USD)", purchase_usd, 0, 1e8)
     tdp = _num("TDP (W)", tdp_w, 0, 1e5)
     util = _num("utilization", utilization if utilization is not None else d["utilization"], 0, 1)
-    life = _num("life (years)", life_years if life_years is not None else dep["life_years"], 0, 50)
+    life = _num("life (years)", life_years if life_years is not None else dep["life_years"], MIN_LIFE_YEARS, 50,
+                lo_inclusive=True)
     residual = _num("residual fraction", residual_fraction if residual_fraction is not None else dep["residual_fraction"], 0, 1, lo_inclusive=True)
     if residual >= 1:
         raise UsageError("residual fraction must be below 1 (the hardware loses some value)")
