@@ -374,7 +374,9 @@ def test_a_bad_refit_leaves_the_stored_profile_and_the_choice_alone(cli, tmp_pat
                                      '{"format": "gpuplan-calibration/1", "factors": {"training": '
                                      '{"Hopper": {"factor": -1, "rows": 1}}}}',
                                      '{"format": "gpuplan-calibration/1", "factors": {"training": '
-                                     '{"Hopper": {"factor": NaN, "rows": 1}}}}'])
+                                     '{"Hopper": {"factor": NaN, "rows": 1}}}}',
+                                     '{"format": "gpuplan-calibration/1", "factors": {"training": '
+                                     '{"Hopper": {"factor": 1e308, "rows": 1}}}}'])
 def test_a_corrupt_profile_is_one_line_not_a_traceback(cli, config_dir, content):
     (config_dir / "profiles").mkdir(parents=True)
     (config_dir / "profiles" / "broken.json").write_text(content, encoding="utf-8")
@@ -408,3 +410,16 @@ def test_a_missing_profile_named_by_the_environment_is_one_line(cli, monkeypatch
     monkeypatch.setenv(cal.ENV_PROFILE, "nowhere")
     line = _one_line_error(*cli("estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "H100"))
     assert "no calibration profile 'nowhere'" in line
+
+
+def test_no_calibration_lifts_training_past_the_efficiency_ceiling(cli, tmp_path):
+    # A fast single run (the 1B at 1.3x its measured speed) fits a factor near 1.9: 70B estimates must
+    # still stay under the efficiency ceiling (without it the 70B reads above it).
+    from gpuplan.perf.training_time import ETA_CEILING
+
+    rows = [H100_TRAIN_ROWS[0].replace("0.259574", "0.2")]
+    assert cli("calibrate", _csv(tmp_path, rows), "--name", "fast")[0] == 0
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpu", "H100",
+                         "--gpus", "64", "--json")
+    assert code == 0, err
+    assert json.loads(out)["mfu"] <= ETA_CEILING

@@ -123,9 +123,15 @@ def _corrupt(name: str, path: Path, why: str) -> UsageError:
                       f"RUNS.csv --name {name}`, or turn it off with `gpuplan calibrate use none`")
 
 
+# A profile factor outside this range is not a calibration of the bundled fit but a different machine (or a typo).
+FACTOR_RANGE = (0.05, 20.0)
+
+
 def _number(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise ValueError(f"{what} must be a positive number, got {v!r}")
+    if not FACTOR_RANGE[0] <= v <= FACTOR_RANGE[1]:
+        raise ValueError(f"{what} = {v:.3g} is outside {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g}")
     return float(v)
 
 
