@@ -13,6 +13,9 @@ from gpuplan.cli.options import ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, Para
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4).")]
+ServePrecisionOpt = Annotated[Optional[str], typer.Option(
+    "--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4/mxfp4); default: the model's "
+                        "native precision (DeepSeek-V3 fp8, gpt-oss fp4), else bf16.")]
 KvPrecisionOpt = Annotated[Optional[str], typer.Option("--kv-precision", help="KV cache: bf16, fp8, int8, fp4 (default: the engine's).")]
 InputLenOpt = Annotated[str, typer.Option("--input-len", help="Prompt tokens per request (e.g. 1000, 8k).")]
 OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Generated tokens per request.")]
@@ -41,7 +44,7 @@ def serve_command(
     tp: Annotated[Optional[int], typer.Option("--tp", help="GPUs per replica (default: all of --gpus).")] = None,
     ep: Annotated[Optional[int], typer.Option("--ep", help="MoE: expert-parallel degree, 1 or the replica's GPUs (whole experts per GPU).")] = None,
     attention_dp: Annotated[bool, typer.Option("--attention-dp", help="MoE: attention data parallel (each GPU its own sequences; experts EP over the replica).")] = False,
-    precision: PrecisionOpt = "bf16",
+    precision: ServePrecisionOpt = None,
     kv_precision: KvPrecisionOpt = None,
     input_len: InputLenOpt = "1000",
     output_len: OutputLenOpt = "1000",
@@ -87,8 +90,12 @@ def _print_serve(est) -> None:
         layout = f"attention-DP{est.tp} + EP{est.assumptions.get('ep')}"
     elif (est.assumptions.get("ep") or 1) > 1:
         layout += f" + EP{est.assumptions['ep']}"
+    native = str(est.assumptions.get("precision_basis", "")).startswith("the model's native")
+    weights = f"{est.precision}{' (native)' if native else ''}"
+    if est.assumptions.get("weight_dequantized"):
+        weights += " weight-only, bf16 math"
     title = (f"{est.model} on {est.n_gpus}x {est.gpu} ({est.replicas} x {layout}), {est.engine}, "
-             f"{est.precision} weights / {est.kv_precision} KV, {est.input_len:,} in / {est.output_len:,} out")
+             f"{weights} weights / {est.kv_precision} KV, {est.input_len:,} in / {est.output_len:,} out")
     b = est.memory_breakdown_gb
     rows = [
         ("fits", est.fits),
@@ -112,6 +119,10 @@ def _print_serve(est) -> None:
                f"memory fraction {a['memory_fraction']} of {a['memory_fraction_of']}; --json for all assumptions")
     print_table([{"k": k, "v": v if isinstance(v, str) else fmt_value(v)} for k, v in rows],
                 [("k", ""), ("v", "")], title=title, caption=caption)
+    if native and est.precision not in ("bf16", "fp16"):  # a quantized default is said; 16-bit goes without saying
+        typer.echo(f"note: weights {est.precision}: {a['precision_basis']}", err=True)
+    if a.get("weight_dequantized"):
+        typer.echo(f"note: {a['weight_dequantized']}", err=True)
     for w in est.warnings:
         typer.echo(f"warning: {w}", err=True)
 

@@ -24,7 +24,8 @@ from gpuplan.errors import UsageError
 from gpuplan.perf import inference_memory as mem
 from gpuplan.perf.calibration import calibration_entry
 from gpuplan.perf.engines import Efficiency, Engine, engine_factor, fitted_efficiency, interconnect, resolve_engine
-from gpuplan.perf.inference_precision import WeightFormat, check_gpu_runs, kv_format, weight_format, KV_BYTES
+from gpuplan.perf.inference_precision import (KV_BYTES, WeightFormat, check_gpu_runs, kv_format, serving_weight_format,
+                                              weight_format)
 from gpuplan.perf.inference_timing import StepModel
 
 MAX_TOKENS = 10_000_000  # longest prompt or output accepted (10M tokens)
@@ -118,6 +119,62 @@ def _resolve_gpu(gpu):
 
         return get_gpu(gpu)
     raise UsageError(f"gpu must be a GPU name or a Gpu record, got {type(gpu).__name__}")
+
+
+def known_context(model) -> int | None:
+    """The model's maximum context (input + output tokens) when it is known: a preset's published one. A model
+    derived from a parameter count or read from a config.json carries a default where its source gave none, so
+    it is not enforced there (None)."""
+    from gpuplan.models.presets import get_preset, resolve_preset_id
+
+    name = getattr(model, "name", None)
+    if not isinstance(name, str) or resolve_preset_id(name) is None:
+        return None
+    preset = get_preset(name)
+    return preset.max_seq_len if preset.max_seq_len == model.max_seq_len else None
+
+
+def check_context(model, input_len: int, output_len: int) -> None:
+    """A request longer than the model's known context is a usage error (engines refuse it: vLLM caps
+    --max-model-len at the model's max_position_embeddings)."""
+    limit = known_context(model)
+    if limit is not None and input_len + output_len > limit:
+        raise UsageError(f"input+output {input_len + output_len:,} tokens exceeds {model.name}'s context of "
+                         f"{limit:,} tokens; shorten --input-len/--output-len")
+
+
+def serving_engines(gpu, precision: str) -> list[str]:
+    """Engines that serve `precision` weights on `gpu`: the planner's check (catalog.capabilities.resolve_serving)
+    for the continuous-batching engines; the static-batch one (Optimum-Habana) runs on Intel Gaudi (HPU) only."""
+    return [e.key for e in _all_engines().values() if _engine_refusal(gpu, e, precision) is None]
+
+
+def _all_engines():
+    from gpuplan.perf.engines import all_engines
+
+    return all_engines()
+
+
+def _engine_refusal(g, eng: Engine, precision: str) -> str | None:
+    if eng.batching == "static":
+        return None if g.vendor == "Intel" else f"{eng.key} runs on Intel Gaudi (HPU) only"
+    from gpuplan.catalog.capabilities import resolve_serving
+
+    res = resolve_serving(g, precision, eng.key)
+    return None if res.ok else (res.reason or f"{eng.key} cannot serve {precision} on {g.id}")
+
+
+def check_engine_serves(gpu, engine: str, precision: str) -> None:
+    """Refuse an engine that cannot run on the GPU (the same check `plan serve` ranks offers by), naming
+    the engines that can."""
+    g = _resolve_gpu(gpu)
+    eng = resolve_engine(engine)
+    key = weight_format(precision).key
+    why = _engine_refusal(g, eng, key)
+    if why is not None:
+        others = serving_engines(g, key)
+        raise UsageError(f"{eng.key} cannot serve {key} weights on {g.id}: {why}; engines that can: "
+                         + (", ".join(others) if others else "none"))
 
 
 # ---------------------------------------------------------------- the setup ----------
@@ -301,11 +358,15 @@ def estimate_serving(
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
     eng = resolve_engine(engine)
-    wf = weight_format(precision)
-    kv = kv_format(kv_precision, eng.default_kv.get(wf.key, "bf16"))
+    # A native MXFP4 checkpoint on a GPU without FP4 tensor cores runs weight-only, dequantized to bf16.
+    wf = serving_weight_format(weight_format(precision), g, getattr(m, "native_precision", None))
+    dequantized = wf.key == "fp4" and wf.compute == "bf16"
+    # Weight-only 4-bit keeps the engine's weight-only KV default (TensorRT-LLM: bf16 KV for gpt-oss on Hopper).
+    kv = kv_format(kv_precision, eng.default_kv.get("int4" if dequantized else wf.key, "bf16"))
     check_gpu_runs(g, wf, kv)
     isl = _check_int("input_len", input_len, 1, MAX_TOKENS)
     osl = _check_int("output_len", output_len, 1, MAX_TOKENS)
+    check_context(m, isl, osl)
     conc = None if concurrency is None else _check_int("concurrency", concurrency, 1, MAX_CONCURRENCY)
     ttft_cap = None if max_ttft_ms is None else _check_pos("max_ttft_ms", max_ttft_ms)
     tpot_cap = None if max_tpot_ms is None else _check_pos("max_tpot_ms", max_tpot_ms)
@@ -361,7 +422,7 @@ def estimate_serving(
         rep = build(tp)
     replicas = total // tp
     warnings: list[str] = []
-    if isl + osl > m.max_seq_len:
+    if isl + osl > m.max_seq_len:  # a known context was refused above: this one is a default
         warnings.append(f"input+output {isl + osl:,} tokens exceeds {m.name}'s context of {m.max_seq_len:,}")
     if tp > 8 and g.nvlink_gbps < 1000:
         warnings.append(f"tp {tp} spans more than one 8-GPU NVLink domain; cross-node all-reduces are slower than modelled")
@@ -380,6 +441,7 @@ def estimate_serving(
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,
         "bytes_per_param": wf.bytes_per_param, "gemm_math": wf.compute, "kv_precision": kv,
+        "weight_dequantized": wf.note if dequantized else None,
         "memory_fraction": frac, "memory_fraction_of": eng.memory_fraction_of,
         "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
         "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,

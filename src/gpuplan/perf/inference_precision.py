@@ -3,7 +3,10 @@
 Weight precision sets memory and decode bandwidth; it also picks the GEMM math: fp8/int8
 W8A8 checkpoints run on 8-bit tensor cores, fp4 (NVFP4/MXFP4) on 4-bit ones, while
 weight-only int4 (AWQ/GPTQ) dequantizes to bf16 and computes there. A GPU without the
-needed tensor cores cannot serve that checkpoint at speed, so it is refused, not guessed.
+needed tensor cores cannot serve that checkpoint at speed, so it is refused, not guessed, with one
+exception engines really take: a model published in 4-bit floating point (gpt-oss ships MXFP4) is
+served on GPUs without FP4 tensor cores as weight-only 4-bit, its weights dequantized to bf16 inside
+the GEMM (vLLM's Marlin / Triton MoE kernels), like AWQ/GPTQ.
 """
 from __future__ import annotations
 
@@ -42,6 +45,53 @@ KV_ALIASES = {"auto": None, "float16": "fp16", "bfloat16": "bf16", "fp8_e4m3": "
 
 # Embedding and output head stay 16-bit in the usual fp8/int4/fp4 checkpoints.
 EMBEDDING_BYTES_PER_PARAM = 2.0
+
+
+# A native FP4 checkpoint on a GPU without FP4 tensor cores: weight-only, 4-bit values plus one e8m0 scale per 32
+# weights (OCP MX; gpt-oss's quantization_config "mxfp4", https://huggingface.co/openai/gpt-oss-120b), bf16 math.
+MXFP4_BYTES_PER_PARAM = 0.5 + 1 / 32
+# Architectures whose engines serve a native FP4 checkpoint weight-only (dequantized to 16-bit in the kernel). The
+# vLLM gpt-oss recipe (https://raw.githubusercontent.com/vllm-project/recipes/main/OpenAI/GPT-OSS.md, read 2026-11-23)
+# runs it on H100/H200 (Hopper), on A100 "by default ... Marlin MXFP4 MoE" (Ampere) and on MI300x/MI325x (gfx942,
+# CDNA3); Ada is "actively working on" there and CDNA2, Volta/Turing (no bf16), Gaudi and TPU are not listed:
+# unknown, so refused.
+FP4_WEIGHT_ONLY_ARCHS = frozenset({"Ampere", "Hopper", "CDNA3"})
+
+
+def fp4_weight_only_ok(gpu) -> bool:
+    """Whether `gpu` (without FP4 tensor cores) serves a native FP4 checkpoint weight-only, dequantized to bf16."""
+    from gpuplan.catalog.capabilities import arch_of
+
+    return arch_of(gpu) in FP4_WEIGHT_ONLY_ARCHS and gpu.supports("bf16")
+
+
+def dequantized_fp4(gpu) -> WeightFormat:
+    """A native MXFP4 checkpoint served on `gpu` without FP4 tensor cores: weight-only 4-bit, bf16 math."""
+    return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "bf16", None,
+                        f"MXFP4 weights dequantized to bf16 on {gpu.id}: no FP4 tensor cores")
+
+
+def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -> WeightFormat:
+    """The format `gpu` runs for `wf`: a native FP4 checkpoint falls back to weight-only 4-bit (bf16 math) where
+    the GPU has no FP4 tensor cores but its engines dequantize FP4 (FP4_WEIGHT_ONLY_ARCHS); anything else as is."""
+    if (wf.key == "fp4" and wf.needs and not gpu.supports(wf.needs) and native_is(native_precision, "fp4")
+            and fp4_weight_only_ok(gpu)):
+        return dequantized_fp4(gpu)
+    return wf
+
+
+def native_is(native_precision: str | None, key: str) -> bool:
+    """Whether a model's native precision spells the weight format `key` ('mxfp4' is 'fp4')."""
+    if not isinstance(native_precision, str) or not native_precision.strip():
+        return False
+    p = native_precision.strip().lower()
+    return WEIGHT_ALIASES.get(p, p) == key
+
+
+def gpu_serves_weights(gpu, precision: str, native_precision: str | None = None) -> bool:
+    """Whether `gpu` has what `precision` weights need: their tensor cores, or (native FP4) a weight-only path."""
+    wf = weight_format(precision)
+    return serving_weight_format(wf, gpu, native_precision).needs is None or gpu.supports(wf.needs)
 
 
 def weight_format(precision: str) -> WeightFormat:

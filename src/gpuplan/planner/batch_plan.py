@@ -309,7 +309,8 @@ class _Throughput:
                         out = f"the estimator refused it ({str(e)[:60]})"
                         break
                     if est.fits and rps > 0 and secs > 0:
-                        out = (tp, rps, secs, res.precision, list(res.notes))
+                        dq = est.assumptions.get("weight_dequantized")
+                        out = (tp, rps, secs, res.precision, list(res.notes) + ([dq] if dq else []))
                         break
                 self._cache[key] = out
         out = self._cache[key]
@@ -339,7 +340,8 @@ def _build_pools(req: BatchPlanRequest, catalog: Catalog, model, precision: str,
     d = batch_data()
     T = req.deadline_hours
     precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(precision) if req.kind != "gpu" else None
-    cands = filter_offers(catalog, req.constraints, precision=precision_needs)
+    cands = filter_offers(catalog, req.constraints, precision=precision_needs,
+                          native_precision=getattr(model, "native_precision", None))
     rejected.update(cands.rejected)
     thr = _Throughput(req, model, precision, catalog)
     cold = d["cold_start"]
@@ -685,6 +687,10 @@ def plan_batch(req: BatchPlanRequest, catalog: Catalog | None = None) -> BatchPl
         catalog.gpu(req.reference_gpu)  # unknown reference GPU: a one-line error naming the closest
     if req.kind == "embed" and model is not None and req.input_len > model.max_seq_len:
         raise UsageError(f"--tokens-per-item {req.input_len:,} exceeds {model.name}'s context of {model.max_seq_len:,}")
+    if req.kind == "generate" and model is not None:
+        from gpuplan.perf.inference_estimate import check_context
+
+        check_context(model, req.input_len, req.output_len)
     rejected: collections.Counter = collections.Counter()
     pools, io = _build_pools(req, catalog, model, precision, rejected)
     T = req.deadline_hours

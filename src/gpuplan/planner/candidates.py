@@ -26,6 +26,32 @@ def served_weights_gb(model, precision: str) -> float:
 
     return model.total_params() * weight_format(precision).bytes_per_param / 1e9
 
+
+def gpu_lacks(gpu: Gpu, needs: str | None, native_precision: str | None = None) -> bool:
+    """True where `gpu` has no tensor cores for `needs` ('fp8', 'fp4') and no way round them: a model
+    published in FP4 (gpt-oss, MXFP4) is still served weight-only, dequantized to bf16, where the engines
+    have kernels for it (perf.inference_precision.FP4_WEIGHT_ONLY_ARCHS)."""
+    if not needs or gpu.supports(needs):
+        return False
+    from gpuplan.perf.inference_precision import fp4_weight_only_ok, native_is
+
+    return not (needs == "fp4" and native_is(native_precision, "fp4") and fp4_weight_only_ok(gpu))
+
+
+def weight_notes(capacity) -> list[str]:
+    """A plan's note on how its GPU runs the weights (a native MXFP4 checkpoint dequantized to bf16)."""
+    note = (getattr(capacity, "assumptions", None) or {}).get("weight_dequantized")
+    return [note] if note else []
+
+
+def weight_lines(plans) -> list[str]:
+    """One 'why' line naming the shown GPUs that run the weights dequantized (weight-only, bf16 math)."""
+    gpus = list(dict.fromkeys(p.gpu for p in plans if p.assumptions.get("weight_dequantized")))
+    if not gpus:
+        return []
+    return [f"MXFP4 weights dequantized to bf16 on {', '.join(gpus)}: no FP4 tensor cores (weight-only 4-bit, "
+            f"bf16 math); Blackwell runs them on FP4 tensor cores"]
+
 _gc_lock = threading.Lock()
 _gc_depth = 0
 _gc_was_enabled = False
@@ -80,19 +106,22 @@ def filter_offers(
     constraints: Constraints,
     precision: str | None = None,
     today: dt.date | None = None,
+    native_precision: str | None = None,
 ) -> CandidateSet:
-    """Apply the constraints every plan shares; count each rejection by its reason."""
+    """Apply the constraints every plan shares; count each rejection by its reason. `precision` is the
+    tensor-core precision the weights need ('fp8', 'fp4'); `native_precision` the model's published one
+    (a native FP4 checkpoint also runs weight-only on GPUs without FP4)."""
     today = today or dt.date.today()
     rejected: collections.Counter = collections.Counter()
     offers = catalog.offers(
         gpu=constraints.gpus, provider=constraints.providers, kind=constraints.kinds,
         exclude_providers=constraints.exclude, today=today,
     )
-    return _apply_constraints(catalog, offers, constraints, precision, today, rejected)
+    return _apply_constraints(catalog, offers, constraints, precision, today, rejected, native_precision)
 
 
 def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, precision: str | None, today: dt.date,
-                       rejected: collections.Counter) -> CandidateSet:
+                       rejected: collections.Counter, native_precision: str | None = None) -> CandidateSet:
     if constraints.regions:
         regions = [r.lower() for r in constraints.regions]
         kept = [o for o in offers if any(r in o.region.lower() for r in regions)]
@@ -112,13 +141,15 @@ def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, preci
     if not (constraints.no_spot or min_rank is not None or precision):
         return CandidateSet(list(offers), rejected)
     out = []
+    lacks: dict[str, bool] = {}
     for o in offers:
-        gpu = catalog.gpus[o.gpu]
+        if o.gpu not in lacks:
+            lacks[o.gpu] = gpu_lacks(catalog.gpus[o.gpu], precision, native_precision)
         if constraints.no_spot and o.preemptible:
             rejected["spot excluded (--no-spot)"] += 1
         elif min_rank is not None and CONFIDENCE_RANK[o.confidence] < min_rank:
             rejected["price confidence below --min-confidence"] += 1
-        elif precision and not gpu.supports(precision):
+        elif lacks[o.gpu]:
             rejected[f"GPU lacks {precision}"] += 1
         else:
             out.append(o)
@@ -126,7 +157,7 @@ def _apply_constraints(catalog: Catalog, offers, constraints: Constraints, preci
 
 
 def filter_offer_rows(catalog: Catalog, constraints: Constraints, precision: str | None = None,
-                      today: dt.date | None = None) -> CandidateSet:
+                      today: dt.date | None = None, native_precision: str | None = None) -> CandidateSet:
     """`filter_offers` with offers as `OfferRow` tuples, read from the store without building an Offer
     per row when the catalog has not loaded them: the same offers, in the same order, with the same
     rejection counts. GPU and provider filters are pushed into the store's SQL."""
@@ -144,7 +175,7 @@ def filter_offer_rows(catalog: Catalog, constraints: Constraints, precision: str
         push = of_kind if push is None else push & of_kind
     raw = catalog.offer_tuples(gpu_ids, push, by_price=True, make=OfferRow)  # Catalog.offers' default order
     if raw is None:  # offers already in memory (or the bundled catalog): as filter_offers
-        cands = filter_offers(catalog, constraints, precision, today)
+        cands = filter_offers(catalog, constraints, precision, today, native_precision)
         return CandidateSet([row_of(o) for o in cands.offers], cands.rejected)
     if excluded or kinds is not None or (provider_ids is not None and provider_ids != push):
         kind_of = {pid: p.kind for pid, p in catalog.providers.items()}
@@ -154,7 +185,7 @@ def filter_offer_rows(catalog: Catalog, constraints: Constraints, precision: str
     else:  # GPUs and providers were filtered in SQL
         rows = raw
     del raw
-    return _apply_constraints(catalog, rows, constraints, precision, today, collections.Counter())
+    return _apply_constraints(catalog, rows, constraints, precision, today, collections.Counter(), native_precision)
 
 
 def provider_of(catalog: Catalog, offer: Offer) -> Provider:

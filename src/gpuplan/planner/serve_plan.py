@@ -15,7 +15,8 @@ import numpy as np
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
-from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offer_rows, served_weights_gb, without_gc
+from gpuplan.planner.candidates import (HOST_RAM_BASE_GB, filter_offer_rows, served_weights_gb, weight_lines,
+                                       weight_notes, without_gc)
 from gpuplan.planner.offer_rows import as_offer
 from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.geography import region_geography, worst_rtt_ms
@@ -47,13 +48,17 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
     catalog = catalog or Catalog.load()
     model = req.resolve_model()
     precision = req.resolved_precision(model)
+    from gpuplan.perf.inference_estimate import check_context
+
+    check_context(model, req.input_len, req.output_len)
     traffic = make_traffic(req.input_len, req.output_len, requests_per_s=req.requests_per_s,
                            tokens_per_month=req.tokens_per_month, peak_factor=req.peak_factor)
     ttft, tpot, target_basis = req.targets_ms()
     targets = Targets(max_ttft_ms=ttft, max_tpot_ms=tpot)
     precision_needs = {"fp8": "fp8", "fp4": "fp4"}.get(precision)
     # OfferRow tuples: an Offer object only for the plans shown
-    cands = filter_offer_rows(catalog, req.constraints, precision=precision_needs)
+    cands = filter_offer_rows(catalog, req.constraints, precision=precision_needs,
+                              native_precision=getattr(model, "native_precision", None))
     rejected = cands.rejected
     regime = estimator_regime("serve", is_moe=model.is_moe, active_params=float(model.active_params()))
 
@@ -108,7 +113,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         rn = risks.get(rkey)
         if rn is None:
             risk, notes = _serving_risk(o, provider, lam, rtt, spare)
-            notes = list(res.notes) + notes
+            notes = list(res.notes) + weight_notes(c[1]) + notes
             if abs(vb.factor - 1.0) > 1e-9 or vb.basis not in ("fitted", "curve"):
                 notes.append(f"{vb.arch} serving efficiency x{vb.factor:.2f} of Hopper's ({vb.basis})")
             rn = risks[rkey] = (risk, notes)
@@ -165,7 +170,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
                 if req.users else ""),
             "calibration": calibration_summary("serving"),
         },
-        plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)) + flips,
+        plans=plan_records, pareto_ranks=front, why=_why(plan_records, bool(req.users)) + weight_lines(plan_records) + flips,
         placement=classify("serve", 1).model_dump(), rejected={k: v for k, v in rejected.items() if v},
         assumptions={
             "rtt_penalty": f"+{RTT_PENALTY_PER_100MS:.0%} of cost per 100 ms beyond {RTT_FREE_MS:.0f} ms (ranking only)"

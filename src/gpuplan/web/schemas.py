@@ -187,7 +187,7 @@ class ServeEstimateBody(_PresetOnly, ServeEstimateRequest):
     memory_fraction: float | None = Field(default=None, gt=0, le=1)
     eta_bw: float | None = Field(default=None, gt=0, le=1)
     eta_c: float | None = Field(default=None, gt=0, le=1)
-    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
+    precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] | None = None  # None: the preset's native
     kv_precision: Literal["bf16", "fp16", "fp8", "int8", "fp4"] | None = None
     engine: Literal["vllm", "sglang", "trtllm", "optimum-habana"] = "vllm"
 
