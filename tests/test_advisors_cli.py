@@ -67,6 +67,7 @@ def test_size_compute_and_cost_mode(cli):
     (["size", "--compute", "-5"], "positive"),
     (["size", "--compute", "abc"], "not a number"),
     (["size", "--loss", "1.0", "--inference-tokens", "1T"], "irreducible"),
+    (["size", "--loss", "1.8172000001", "--inference-tokens", "0"], "irreducible"),  # was 2e25T params, rc 0
     (["size", "--quality-of", "7B", "--inference-tokens", "1T", "--laws", "nope"], "unknown scaling-law set"),
     (["size", "--quality-of", "7B", "--inference-tokens", "1T", "--train-mfu", "2"], "train-mfu"),
 ])

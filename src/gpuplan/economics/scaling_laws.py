@@ -270,6 +270,9 @@ def size_for_compute(compute_flops: float, laws: str | ScalingLaw | None = None)
                                        "alpha": law.alpha, "beta": law.beta})
 
 
+MAX_PARAMS_FOR_LOSS = 1e16  # the --quality-of limit: a target loss needing more is not a model anyone trains
+
+
 def size_for_loss(
     loss: float,
     inference_tokens: float,
@@ -281,7 +284,7 @@ def size_for_loss(
 
     Without a cost model, inference tokens count at 2·N FLOPs each (Sardana et al.'s FLOPs
     objective); with one, they are weighted by K_inf/K_tr (decode runs at low MFU).
-    When `laws` is None the Sardana constants are used, so the paper's results reproduce.
+    When `laws` is None the default inference-aware constants are used (`--laws sardana` reproduces the paper).
     """
     default_used = laws is None
     law = get_law(laws if laws is not None else default_law_name(inference_aware=True))
@@ -291,6 +294,9 @@ def size_for_loss(
     d_inf = _positive("inference tokens", inference_tokens, hi=1e20, allow_zero=True)
     d_eff = cost.effective_inference_tokens(d_inf) if cost is not None else d_inf
     n_c, d_c = law.chinchilla_for_loss(loss)
+    if not (math.isfinite(n_c) and n_c <= MAX_PARAMS_FOR_LOSS):
+        raise UsageError(f"loss {loss:g} is too close to the irreducible {law.E:g} of the {law.name!r} constants: its "
+                         f"compute-optimal model has over {MAX_PARAMS_FOR_LOSS:.0e} parameters")
     d_opt = law.inference_aware_tokens(loss, d_eff)
     n_opt = law.params_for_loss_and_tokens(loss, d_opt)
     if not math.isfinite(n_opt):  # numerically at the asymptote: no smaller model exists
