@@ -239,6 +239,13 @@ def test_cli_report_from_a_plan_file_matches_the_plan(cli, tmp_path):
     code, _, err = cli("report", "--from", str(plan_file), "--out", str(tmp_path / "report.md"))
     assert code == 0, err
     assert (tmp_path / "report.md").read_text().startswith("# gpuplan serve plan: llama-3.1-8b")
+    # A name from the file is text in Markdown too (Markdown renders raw HTML; the HTML report escapes it).
+    plan["plans"][0]["provider_name"] = "<script>alert(1)</script>"
+    plan_file.write_text(json.dumps(plan))
+    code, _, err = cli("report", "--from", str(plan_file), "--out", str(tmp_path / "evil.md"))
+    md = (tmp_path / "evil.md").read_text()
+    assert code == 0, err
+    assert "<script>" not in md and "&lt;script>alert(1)&lt;/script>" in md
 
 
 @pytest.mark.parametrize("content,needle", [

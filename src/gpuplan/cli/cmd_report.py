@@ -54,13 +54,17 @@ def _emit(result, request, catalog, out: str, fmt: str, source: str = "") -> Non
     from gpuplan.files import is_stdout
     from gpuplan.report import build_report, write_report
 
+    import typer
+
     text = build_report(result, request, catalog, fmt, source=source)
     if is_stdout(out):
         sys.stdout.write(text)
-        return
-    path = write_report(out, text)
-    n = len(result.plans)
-    print(f"wrote {path} ({fmt}, {n} plan{'s' if n != 1 else ''})", file=sys.stderr)
+    else:
+        path = write_report(out, text)
+        n = len(result.plans)
+        print(f"wrote {path} ({fmt}, {n} plan{'s' if n != 1 else ''})", file=sys.stderr)
+    if not result.plans:  # the report says why nothing fits; the exit code says so to scripts, as `plan` does
+        raise typer.Exit(1)
 
 
 @report_app.callback()

@@ -88,4 +88,5 @@ def render_markdown(d: ReportData) -> str:
         lines += ["## Compute thresholds (information)", ""] + [f"- {t}" for t in d.thresholds] + [""]
     lines += ["_Estimates, not quotes: prices carry their date and source; refresh the catalog before relying "
               "on stale ones._", ""]
-    return "\n".join(lines)
+    # Markdown renders raw HTML: names and notes from a plan file (a provider called "<script>") stay text.
+    return "\n".join(lines).replace("<", "&lt;")
