@@ -346,3 +346,9 @@ def test_printed_report_keeps_the_cost_columns_on_a4_and_letter(catalog, tmp_pat
                     page.pdf(path=str(ARTIFACTS / f"report-{name}-{size.lower()}.pdf"), format=size)
         finally:
             browser.close()
+
+
+def test_a_report_where_nothing_fits_exits_1_like_plan(cli, tmp_path):
+    out = tmp_path / "none.html"
+    code, _, err = cli("report", "train", "--model", "llama-3.1-8b", "--tokens", "1e16", "--out", str(out))
+    assert code == 1 and "0 plans" in err and out.exists()
