@@ -450,6 +450,7 @@ _PLAN_VALUE_CASES = {
     "region-yaml-document": (_set("plans.0.region", "eu\n---\napiVersion: v1\nkind: Pod\n"), "control character"),
     "instance-type-yaml-key": (_set("plans.0.instance_type", 'p5"\n  evil: true'), "control character"),
     "engine-carriage-return": (_set("plans.0.provider", "aws\rx"), "control character"),
+    "recompute-shell": (_set("plans.0.layout.recompute", "$(reboot)"), "recompute"),
 }
 _PLAN_TEXT_CASES = {
     "deep-array": ("[" * 100_000 + "]" * 100_000, "nested"),

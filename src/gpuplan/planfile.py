@@ -172,6 +172,9 @@ def _num(v: Any, where: str, lo: float | None = None, hi: float | None = None, *
     return x
 
 
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
 def _show(v: Any) -> str:
     return str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) < 1e16 else str(v)[:40]
 
@@ -247,6 +250,9 @@ def _check_plan(p: Any, w: str, workload: str) -> None:
         _num(lay.get(key, 1), f"{w}.layout.{key}", 1, MAX_PARALLEL, integer=True)
     _num(lay.get("micro_batch"), f"{w}.layout.micro_batch", 1, 1e6, integer=True, optional=True)
     _num(lay.get("zero"), f"{w}.layout.zero", 0, 3, integer=True, optional=True)
+    rec = lay.get("recompute")
+    if rec is not None and (not isinstance(rec, str) or rec.strip().lower() not in RECOMPUTE_MODES):
+        raise _Invalid(f"{w}.layout.recompute = {str(rec)[:20]!r} is not one of {', '.join(RECOMPUTE_MODES)}")
     offer = p.get("offer")
     if isinstance(offer, dict):
         _num(offer.get("gpus_per_node"), f"{w}.offer.gpus_per_node", 0, MAX_GPUS_PER_NODE, strict_lo=True)
