@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import CONFIDENCE_RANK, Offer
+from gpuplan.display import fmt_usd
 from gpuplan.errors import GpuplanError, UsageError
 from gpuplan.planner.batch_request import BatchPlanRequest
 from gpuplan.planner.candidates import HOST_RAM_BASE_GB, filter_offers, served_weights_gb
@@ -923,8 +924,8 @@ def _why(fleets: list[BatchFleet], req: BatchPlanRequest) -> list[str]:
     unit = (f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens" if best.cost_per_million_output_tokens_usd
             else f"${best.cost_per_million_tokens_usd:,.4f} per M tokens" if best.cost_per_million_tokens_usd
             else f"${best.cost_per_item_usd * 1000:,.3f} per 1k items")
-    lines = [f"#1 ({best.label}) {fleet_text(best)}: ${best.cost_usd:,.0f} (p10-p90 ${best.cost_p10_usd:,.0f}-"
-             f"${best.cost_p90_usd:,.0f}), done in {best.finish_hours:,.1f} h (p90 {best.finish_p90_hours:,.1f} h) of "
+    lines = [f"#1 ({best.label}) {fleet_text(best)}: {fmt_usd(best.cost_usd)} (p10-p90 {fmt_usd(best.cost_p10_usd)}-"
+             f"{fmt_usd(best.cost_p90_usd)}), done in {best.finish_hours:,.1f} h (p90 {best.finish_p90_hours:,.1f} h) of "
              f"{req.deadline_hours:g} h; {unit}"]
     if len(best.groups) > 1:
         lines.append(f"#1 splits the work across {len(best.groups)} offers of {len(best.providers)} provider(s): no one "
@@ -936,9 +937,9 @@ def _why(fleets: list[BatchFleet], req: BatchPlanRequest) -> list[str]:
                      + ", ".join(f"#{f.rank} {f.label}" for f in ties[:4]))
     for other in fleets[1:3]:
         diff = other.cost_usd - best.cost_usd
-        lines.append(f"#{other.rank} ({other.label}): " + (f"${diff:,.0f} more" if diff >= 0.5 else
-                                                          f"${-diff:,.0f} cheaper, ranked lower (wider band)"
-                                                          if diff <= -0.5 else "same cost")
+        near = abs(diff) < 0.005 * max(best.cost_usd, 1e-9)
+        lines.append(f"#{other.rank} ({other.label}): " + ("same cost" if near else f"{fmt_usd(diff)} more" if diff > 0
+                                                          else f"{fmt_usd(-diff)} cheaper, ranked lower (wider band)")
                      + f", done in {other.finish_hours:,.1f} h")
     return lines
 
