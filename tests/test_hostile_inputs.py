@@ -124,6 +124,8 @@ _NUMERIC_OPTIONS = [
 _NUMERIC_CASES = [tuple(a.replace("{v}", v) for a in args) for args in _NUMERIC_OPTIONS for v in _NUMS
                   if not (v == "" and args[0] == "size")]
 _TYPED_CASES = [
+    ("catalog", "refresh", "--source", ""),  # refreshed nothing and exited 0
+    ("catalog", "refresh", "--source", ","),
     # without --gpu it was every GPU type failing: "0 req/s average", "no GPU type can serve this", exit 1
     ("estimate", "capacity", "--model", MODEL, "--requests-per-s", "1", "--target-utilization", "2"),
     ("estimate", "capacity", "--model", MODEL, "--requests-per-s", "1", "--target-utilization", "nan"),

@@ -47,6 +47,10 @@ def refresh_cmd(
     from gpuplan.catalog.store import refresh_deadline_s
 
     names = expand_source_names(source)
+    if source is not None and not names:
+        from gpuplan.errors import UsageError
+
+        raise UsageError("--source names no source (e.g. --source vast); leave it out to refresh every keyless source")
     deadline = refresh_deadline_s(timeout)  # a bad --timeout is refused before any work
     err = Console(stderr=True)
     with _store(db, write=True) as store:
