@@ -209,6 +209,15 @@ def test_broken_config_file_error_does_not_echo_it(env, cli, monkeypatch, tmp_pa
     assert code == 2 and "not valid TOML" in err and SECRET not in out + err
 
 
+def test_a_yaml_config_repeating_a_key_is_refused_without_echoing_it(env, cli, monkeypatch, tmp_path):
+    s, db = env
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"keys:\n  LAMBDA_API_KEY: {SECRET}\n  LAMBDA_API_KEY: other\n")  # which one wins?
+    monkeypatch.setenv("GPUPLAN_CONFIG", str(cfg))
+    code, out, err = cli("catalog", "refresh", "--source", "lambda", "--db", db)
+    assert code == 2 and "not valid YAML" in err and SECRET not in out + err
+
+
 def test_missing_key_skips_with_reason(env, cli):
     s, db = env
     code, out, err = cli("catalog", "refresh", "--source", "lambda", "--db", db)

@@ -48,7 +48,10 @@ def _load_config(path: pathlib.Path) -> dict[str, Any]:
         else:
             import yaml
 
-            data = yaml.safe_load(text)
+            from gpuplan.catalog.imports import yaml_loader
+
+            # Safe, strings kept as written, a repeated key refused (which of two API keys would win?).
+            data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except Exception as e:  # noqa: BLE001 - parser errors may quote the offending line (a key): never echo them
         raise UsageError(f"config file {path} is not valid {path.suffix.lstrip('.').upper()} "
                          f"({type(e).__name__}); fix or move it") from None
