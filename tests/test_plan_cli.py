@@ -112,3 +112,18 @@ def test_region_cells_name_two_places_and_count_the_rest(cli):
     assert code == 0, err
     assert "asia-northeast-1/asia-south-1 +" in out
     assert "us-midwest-1" not in out.split("#1")[0]  # the table lists two places, not all eleven
+
+
+def test_a_snapshot_date_shows_as_a_lower_bound_on_the_price_age(cli):
+    """SkyPilot catalog rows carry their snapshot's date ('nominal'), not when the price was seen: at least that old."""
+    import json
+
+    code, out, err = cli("plan", "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--budget", "60k", "--json")
+    assert code == 0, err
+    from gpuplan.display import plan_row
+
+    plans = json.loads(out)["plans"]
+    nominal = [p for p in plans if p["offer"]["as_of_note"].startswith("nominal")]
+    observed = [p for p in plans if p["offer"]["as_of_note"].startswith("observed")]
+    assert nominal and all(plan_row(p, False)["age"].startswith(">=") for p in nominal)
+    assert all(not plan_row(p, False)["age"].startswith(">=") for p in observed)

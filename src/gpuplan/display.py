@@ -243,6 +243,12 @@ def region_text(region: Any, more: int = 0) -> str:
     return "/".join(places[:REGIONS_SHOWN]) + (f" +{more}" if more else "")
 
 
+def date_is_nominal(p: dict[str, Any]) -> bool:
+    """The plan's price date is a snapshot's, not an observation's (the catalog marks it 'nominal: ...'): the price
+    is at least that old, perhaps older."""
+    return str(((p.get("offer") or {}).get("as_of_note")) or "").startswith("nominal")
+
+
 def plan_row(p: dict[str, Any], serve: bool, on_front: bool = False) -> dict[str, str]:
     """One ranked plan (its JSON dict) as display cells, keyed as in *_PLAN_COLUMNS."""
     lo = p.get("cost_p10_usd")
@@ -262,7 +268,8 @@ def plan_row(p: dict[str, Any], serve: bool, on_front: bool = False) -> dict[str
         "rtt": fmt_ms(p.get("network_rtt_ms")) if p.get("network_rtt_ms") is not None else MISSING,
         "ckpt": f"{p['checkpoint_interval_min']:.0f} min" if p.get("checkpoint_interval_min") else MISSING,
         "risk": f"{p['risk']:.2f}",
-        "age": f"{p['price_age_days']}d{' stale' if p.get('stale') else ''}", "confidence": p.get("confidence"),
+        "age": f"{'>=' if date_is_nominal(p) else ''}{p['price_age_days']}d{' stale' if p.get('stale') else ''}",
+        "confidence": p.get("confidence"),
     }
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.display import (
-    fmt_duration, fmt_hours_range, fmt_ms, fmt_pricing, fmt_quantity, fmt_usd, fmt_usd_short, plan_layout_text,
+    date_is_nominal, fmt_duration, fmt_hours_range, fmt_ms, fmt_pricing, fmt_quantity, fmt_usd, fmt_usd_short,
+    plan_layout_text,
 )
 from gpuplan.errors import UsageError
 
@@ -219,7 +220,8 @@ def plan_facts(p: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, st
         facts.append(("GPU-hours", f"{p['gpu_hours']:,.0f}", ""))
     offer = p.get("offer") or {}
     facts.append(("Price", f"{usd(offer.get('price_per_gpu_hour_usd'))}/GPU-hour, {pricing(p['pricing'])}",
-                  f"as of {offer.get('as_of', '?')}: {p['price_age_days']} days old, {p['confidence']}"
+                  f"as of {offer.get('as_of', '?')}: {'at least ' if date_is_nominal(p) else ''}"
+                  f"{p['price_age_days']} days old, {p['confidence']}"
                   + (", stale" if p["stale"] else "")))
     dominant = (p.get("uncertainty") or {}).get("dominant")
     facts.append(("Risk (0-1)", f"{p['risk']:.2f}", f"widest uncertainty: {dominant}" if dominant else ""))
