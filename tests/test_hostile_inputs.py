@@ -843,3 +843,11 @@ def test_a_tiny_ownership_life_is_refused_and_huge_dollars_still_print(cli, no_b
     code, out, err = cli("own-vs-rent", "--gpu", "H100", "--life-years", "1e-50")
     assert code == 2 and "life" in err and err.count("\n") == 1 and "Traceback" not in err
     assert fixed(1e40, 2).startswith("1000000000000000030") and fmt_usd(3e35).endswith("B")
+
+
+@pytest.mark.parametrize("args", [["catalog", "import", "{f}", "--db", "{d}/c.db"], ["calibrate", "{f}"]])
+def test_a_file_that_is_not_a_table_is_not_echoed(cli, tmp_path, args):
+    f = tmp_path / "secrets.csv"
+    f.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n")
+    code, out, err = cli(*[a.format(f=f, d=tmp_path) for a in args])
+    assert code == 2 and "root:x" not in err and "column" in err and err.count("\n") == 1, err

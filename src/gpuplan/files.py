@@ -64,6 +64,15 @@ def _kind(mode: int) -> str | None:
     return None
 
 
+def shown_name(text: str, limit: int = 40) -> str:
+    """A column name from a user's file, fit to quote in an error: as written when it looks like a name, else
+    only its length (a file that is not a table, /etc/passwd say, is not echoed)."""
+    t = str(text)
+    if len(t) <= limit and re.fullmatch(r"[A-Za-z0-9_ .()/%-]+", t):
+        return repr(t)
+    return f"(a {len(t)}-character value that is not a column name)"
+
+
 def check_in_file(path: str | os.PathLike, label: str | None = None) -> None:
     """Refuse an input path that is a FIFO, device or socket (a FIFO would block the read forever, a device
     never ends): one UsageError line. Missing paths and folders are left to the caller's own message."""

@@ -27,7 +27,7 @@ from typing import Any
 from gpuplan.catalog.records import CONFIDENCE_RANK, PRICING_TYPES, Offer, parse_as_of
 from gpuplan.catalog.store import scrub
 from gpuplan.errors import UnknownNameError, UsageError
-from gpuplan.files import csv_safe, csv_unescape, write_atomic  # noqa: F401  (write_atomic re-exported)
+from gpuplan.files import csv_safe, csv_unescape, shown_name, write_atomic  # noqa: F401  (write_atomic re-exported)
 
 COLUMNS: tuple[str, ...] = tuple(Offer.model_fields)
 REQUIRED = ("provider", "instance_type", "gpu", "gpus_per_node", "pricing", "price_per_hour_usd")
@@ -229,7 +229,7 @@ def _check_columns(fname: str, cols: Iterable[Any]) -> None:
             raise UsageError(f"{fname}: column {c!r} appears twice")
         seen.add(c)
         if c not in COLUMNS:
-            raise UsageError(f"{fname}: unknown column {c[:40]!r}; expected {', '.join(COLUMNS)}")
+            raise UsageError(f"{fname}: unknown column {shown_name(c)}; expected {', '.join(COLUMNS)}")
     missing = [c for c in REQUIRED if c not in seen]
     if missing:
         raise UsageError(f"{fname}: missing column(s) {', '.join(missing)}")

@@ -615,7 +615,10 @@ def read_runs(path: str | os.PathLike) -> list[Run]:
                          f"(see `gpuplan calibrate --help`)")
     cols = [h.strip().lower() for h in header]
     if "kind" not in cols:
-        raise UsageError(f"{shown}: missing column 'kind' (train or serve); header is {', '.join(cols) or '(empty)'}")
+        from gpuplan.files import shown_name
+
+        raise UsageError(f"{shown}: missing column 'kind' (train or serve); header is "
+                         f"{', '.join(shown_name(c) for c in cols[:12]) or '(empty)'}")
     dup = sorted({c for c in cols if c and cols.count(c) > 1})
     if dup:
         raise UsageError(f"{shown}: duplicate column(s) {', '.join(dup)}")
