@@ -79,6 +79,7 @@ class Plan(BaseModel):
     gpus_per_replica: int | None = None
     output_tokens_per_s: float | None = None
     cost_per_million_output_tokens_usd: float | None = None
+    cost_per_million_tokens_usd: float | None = None  # prompt and output tokens together (long prompts)
     network_rtt_ms: float | None = None
     offer: Offer
     assumptions: dict[str, Any] = Field(default_factory=dict)

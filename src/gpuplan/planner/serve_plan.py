@@ -356,6 +356,8 @@ def _to_plan(rank: int, p: dict[str, Any], req: ServePlanRequest, hours: float, 
         price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence,
         replicas=p["replicas"], gpus_per_replica=p["tp"], output_tokens_per_s=p["tok_s"],
         cost_per_million_output_tokens_usd=p["cost"] / p["out_tokens"] * 1e6 if p["out_tokens"] else None,
+        cost_per_million_tokens_usd=(p["cost"] / (p["out_tokens"] * (1 + req.input_len / req.output_len)) * 1e6
+                                     if p["out_tokens"] else None),
         network_rtt_ms=p["rtt"], offer=as_offer(o),
         assumptions={
             "ttft_ms": cap.ttft_ms, "tpot_ms": cap.tpot_ms, "utilization": cap.utilization,
@@ -373,7 +375,8 @@ def _why(plans: list[Plan], users_given: bool) -> list[str]:
     best = plans[0]
     lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}, {best.region or '?'}): "
              f"${best.cost_usd:,.0f} for the horizon (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
-             f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens, TTFT "
+             f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens "
+             f"(${best.cost_per_million_tokens_usd:,.3f} per M prompt and output tokens), TTFT "
              f"{best.assumptions.get('ttft_ms') or 0:,.0f} ms, TPOT {best.assumptions.get('tpot_ms') or 0:,.0f} ms"]
     lines.extend(ties_line(plans))
     for other in plans[1:3]:
