@@ -114,3 +114,11 @@ def test_serving_replicas_stay_within_the_hosts_one_offer_supplies(catalog):
     assert any(k.startswith("needs more hosts than one offer supplies") for k in result.rejected)
     loose = plan_serving(req.model_copy(update={"requests_per_s": 1}), catalog)
     assert not any(k.startswith("needs more hosts") for k in loose.rejected)
+
+
+def test_cost_per_million_counts_prompt_and_output_tokens_too(catalog):
+    res = plan_serving(ServePlanRequest(model="llama-3.1-8b", requests_per_s=2, input_len=8000, output_len=500,
+                                        limit=5), catalog)
+    for p in res.plans:
+        assert p.cost_per_million_tokens_usd == pytest.approx(p.cost_per_million_output_tokens_usd * 500 / 8500)
+    assert "per M prompt and output tokens" in res.why[0]
