@@ -288,3 +288,16 @@ def test_every_plan_bills_a_start_and_a_fine_tune_downloads_its_base_weights(cat
             assert p.wall_hours >= p.assumptions["steady_state_hours"] * 0.999
     assert training_start_hours("marketplace", 16) > training_start_hours("hyperscaler", 16) > \
         training_start_hours("hyperscaler", 0) > 0
+
+
+def test_a_layout_near_the_memory_limit_names_its_fallback(catalog, baseline):
+    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.planner.train_plan import TIGHT_MEMORY_SHARE
+
+    tight = 0
+    for p in baseline.plans:
+        fill = p.assumptions["memory_per_gpu_gb"] * 1e9 / get_gpu(p.gpu).memory_bytes
+        noted = any("of each GPU's memory" in n for n in p.risk_notes)
+        assert noted == (fill > TIGHT_MEMORY_SHARE), (p.provider, p.gpu, fill)
+        tight += noted
+    assert tight  # the main job's #1 (8B, micro-batch 4, no recompute) sits at ~95% of an H100

@@ -48,6 +48,8 @@ MAX_WALL_OVER_STEADY = 1.5
 # Where a provider publishes no cluster-size limit: the largest self-serve cluster we know of (AWS
 # Capacity Blocks: 64 instances). Larger clusters are contracted, with a quote, not rented from a list.
 DEFAULT_MAX_NODES_UNKNOWN = 64
+# Above this share of device memory a layout is inside the search's headroom but close to the allocator's limit.
+TIGHT_MEMORY_SHARE = 0.9
 # Past this no plan is worth pricing, whatever --max-wall says (also keeps billing arithmetic sane).
 ABSURD_WALL_HOURS = 100 * 8766.0
 
@@ -686,6 +688,10 @@ def _risk(r: dict[str, Any]) -> tuple[float, list[str]]:
             notes.append(f"every restart must re-acquire {r['nodes']} spot nodes on one fabric together")
     if overhead > 0.15:
         notes.append(f"failures and checkpoints add {overhead:.0%} to the steady-state time")
+    fill = float(r["grid"].memory_per_gpu_gb[r["i"], r["k"]]) * 1e9 / r["gpu"].memory_bytes
+    if fill > TIGHT_MEMORY_SHARE:
+        notes.append(f"the layout fills {fill:.0%} of each GPU's memory: a fragmented allocator can run out; the "
+                     "fallback is selective activation recompute or a smaller micro-batch (a few % slower)")
     if r["nodes"] > 1:
         if net.basis == "assumed":
             risk += 0.25
