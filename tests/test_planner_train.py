@@ -301,3 +301,12 @@ def test_a_layout_near_the_memory_limit_names_its_fallback(catalog, baseline):
         assert noted == (fill > TIGHT_MEMORY_SHARE), (p.provider, p.gpu, fill)
         tight += noted
     assert tight  # the main job's #1 (8B, micro-batch 4, no recompute) sits at ~95% of an H100
+
+
+def test_why_lines_explain_a_cheaper_faster_runner_up_by_its_band(baseline):
+    """#2 (the GB200 rack) is cheaper on average and faster: it read 'cheaper ... but finishes sooner'."""
+    best = baseline.plans[0]
+    for p in baseline.plans[1:3]:
+        line = next(w for w in baseline.why if w.startswith(f"#{p.rank} "))
+        if p.cost_usd < best.cost_usd:
+            assert "ranks lower at the 75th percentile" in line and "but finishes" not in line, line

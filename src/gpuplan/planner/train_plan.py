@@ -864,7 +864,9 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
             head += (f", cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
                      f"${best.offer.price_per_gpu_hour_usd:.2f})")
         if other.wall_hours < best.wall_hours * 0.95:
-            head += f" but finishes {fmt_duration(best.wall_hours - other.wall_hours)} sooner"
+            head += (" but" if diff >= 0 else " and") + f" finishes {fmt_duration(best.wall_hours - other.wall_hours)} sooner"
+        if diff < 0:  # cheaper on average, so it lost on the band: plans rank by the 75th percentile of their cost
+            head += ", yet ranks lower at the 75th percentile of its cost"
         lines.append(head + ": " + (", ".join(reasons) if reasons else "a higher price for the same work"))
     lines.extend(flips)
     if deadline_h is None and best.wall_hours > target_h:
