@@ -11,8 +11,7 @@ import pytest
 from gpuplan.catalog.records import STALE_AFTER_DAYS
 from gpuplan.economics.api_prices import get_api_price
 from gpuplan.economics.ownership import own_vs_rent, ownership_defaults
-from gpuplan.economics.self_host import (api_price_stale, catalog_rents, compare_self_host_to_apis,
-                                         reliable_gpu_price, stale_api_warnings)
+from gpuplan.economics.self_host import catalog_rents, compare_self_host_to_apis, reliable_gpu_price, stale_api_warnings
 from gpuplan.economics.tco import compute_tco, make_inputs, planned_final_run_inputs
 
 API = "together/llama-3.3-70b-instruct-turbo"
@@ -23,8 +22,8 @@ API = "together/llama-3.3-70b-instruct-turbo"
 def test_api_staleness_uses_the_planner_threshold():
     p = get_api_price(API)
     at_limit = p.as_of + dt.timedelta(days=STALE_AFTER_DAYS)
-    assert not api_price_stale(p, at_limit)
-    assert api_price_stale(p, at_limit + dt.timedelta(days=1))
+    assert not p.is_stale(at_limit)
+    assert p.is_stale(at_limit + dt.timedelta(days=1))
     assert stale_api_warnings([p], at_limit) == []
     (w,) = stale_api_warnings([p], at_limit + dt.timedelta(days=1))
     assert w.startswith("WARNING:") and f"older than {STALE_AFTER_DAYS} days" in w and p.id in w

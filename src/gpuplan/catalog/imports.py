@@ -102,7 +102,7 @@ def _number(col: str, v: Any, *, required: bool, positive: bool, upper: float | 
 def _date(col: str, v: Any) -> tuple[dt.date, str]:
     today = dt.date.today()
     if v is None or (isinstance(v, str) and not v.strip()):
-        return today, ""
+        return today, "undated in the imported file: dated on import"
     if isinstance(v, dt.datetime):
         v = v.date()
     if isinstance(v, dt.date):
@@ -148,8 +148,6 @@ def parse_offer_row(row: dict[str, Any], default_source: str) -> Offer:
     if given is not None and abs(given - per_gpu) <= 1e-6 * max(1.0, per_gpu):
         per_gpu = given  # keep the file's value exactly (round trip); it agrees with the division
     as_of, label = _date("as_of", row.get("as_of"))
-    if not label and (row.get("as_of") is None or not str(row.get("as_of")).strip()):
-        label = "undated in the imported file: dated on import"
     note = _text("as_of_note", row.get("as_of_note")) or label
     confidence = _text("confidence", row.get("confidence")).lower()
     if confidence and confidence not in CONFIDENCE_RANK:

@@ -211,10 +211,9 @@ def apis_command(
     from gpuplan.economics.api_prices import list_api_prices
 
     from gpuplan.catalog.records import STALE_AFTER_DAYS
-    from gpuplan.economics.self_host import api_price_stale
 
     # stale = older than the catalog's limit, the one breakeven warns at and the planner ranks GPU prices by
-    rows = [{**p.as_row(), "stale": api_price_stale(p)} for p in list_api_prices(provider=provider, model_like=model_like)]
+    rows = [p.as_row() for p in list_api_prices(provider=provider, model_like=model_like)]
     emit(rows, [("id", "id"), ("open_model", "open model"), ("input_usd_per_mtok", "$/M in"),
                 ("output_usd_per_mtok", "$/M out"), ("as_of", "as of"), ("age_days", "age (d)"), ("stale", "stale")],
          as_json=as_json, as_csv=as_csv,

@@ -160,12 +160,10 @@ def capacity_command(
         tokens_per_month=parse_quantity(tokens_per_month, "--tokens-per-month") if tokens_per_month is not None else None,
         peak_factor=peak_factor,
     )
-    from gpuplan.perf.inference_estimate import _check_pos
-
-    # Checked once here: per GPU type it would only surface as every type failing ("no GPU type can serve this").
-    _check_pos("--target-utilization", target_utilization, hi=1.0)
     targets = Targets(max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms, target_utilization=target_utilization)
     if price_per_gpu_hour is not None:
+        from gpuplan.perf.inference_estimate import _check_pos
+
         _check_pos("--price-per-gpu-hour", price_per_gpu_hour, hi=1e5)
     if gpu is not None:
         plans = [plan_capacity(spec, gpu, traffic, targets, engine, precision, kv_precision)]

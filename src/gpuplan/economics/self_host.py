@@ -124,7 +124,7 @@ def compare_self_host_to_apis(
                      "api_usd_per_month": r.api_usd_per_month, "self_host_usd_per_month": r.self_host_usd_per_month,
                      "cheaper": r.cheaper, "breakeven_tokens_per_month": r.breakeven_tokens_per_month,
                      "breakeven_utilisation": r.breakeven_utilisation, "price_as_of": p.as_of.isoformat(),
-                     "price_age_days": p.age_days(today), "price_stale": api_price_stale(p, today)})
+                     "price_age_days": p.age_days(today), "price_stale": p.is_stale(today)})
     same = [(p, r) for p, r in results if _same_model(p, spec, model)]
     primary_p, primary = min(same or results, key=lambda pr: pr[1].api_usd_per_mtok)
     first = results[0][1]
@@ -205,18 +205,11 @@ def compare_self_host_to_apis(
     return out
 
 
-def api_price_stale(p, today: dt.date | None = None) -> bool:
-    """An API list price older than the catalog's stale limit, the one the planner ranks GPU prices by."""
-    from gpuplan.catalog.records import STALE_AFTER_DAYS
-
-    return p.age_days(today) > STALE_AFTER_DAYS
-
-
 def stale_api_warnings(prices, today: dt.date | None = None) -> list[str]:
     """One warning naming every compared API price past the stale limit (empty when all are fresh)."""
     from gpuplan.catalog.records import STALE_AFTER_DAYS
 
-    stale = [p for p in prices if api_price_stale(p, today)]
+    stale = [p for p in prices if p.is_stale(today)]
     if not stale:
         return []
     oldest = max(stale, key=lambda p: p.age_days(today))

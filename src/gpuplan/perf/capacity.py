@@ -205,6 +205,8 @@ def plan_capacity_all_gpus(model, traffic: Traffic, targets: Targets | None = No
     from gpuplan.perf.inference_precision import weight_format
 
     wf = weight_format(precision)
+    # Checked once: inside the loop a bad value would only show as every GPU type failing.
+    _check_pos("target_utilization", (targets or Targets()).target_utilization, hi=1.0)
     plans = []
     for gid, g in (all_gpus().items() if gpus is None else ((x, None) for x in gpus)):
         if g is not None and wf.needs and not g.supports(wf.needs):

@@ -544,12 +544,12 @@ def _fit_goodput_vec(steady: np.ndarray, n: np.ndarray, meas: np.ndarray,
 IDENTIFIED_MIN_SHARE = 0.01
 
 
-def unidentified_defaults(lin: Linearized, train: np.ndarray, throughput: np.ndarray) -> dict:
-    """{name: unfitted default} for the fitted parameters the `train` rows cannot inform."""
-    if not train.any() or not lin.jac.size:
+def unidentified_defaults(lin: Linearized, train: np.ndarray, reach: np.ndarray | None) -> dict:
+    """{name: unfitted default} for the fitted parameters the `train` rows cannot inform; `reach` is each
+    parameter's largest move on any THROUGHPUT row (None: there are none)."""
+    if reach is None or not train.any():
         return {}
     base = TrainingEfficiency()
-    reach = np.max(np.abs(lin.jac[throughput]), axis=0)
     quiet = np.max(np.abs(lin.jac[train]), axis=0) < IDENTIFIED_MIN_SHARE * reach
     return {n: get_param(base, n) for n, q in zip(lin.names, quiet) if q}
 
@@ -566,6 +566,8 @@ def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, 
     n = np.array([p.n for p in preps], float)
     regimes = [p.row.get("regime") or "dense" for p in preps]
     out = np.full(len(preps), np.nan)
+    thr = kinds == "THROUGHPUT"
+    reach = np.max(np.abs(lin.jac[thr]), axis=0) if lin.jac.size and thr.any() else None
     for group in groups:
         train = np.ones(len(preps), bool)
         if group is not None:
@@ -576,7 +578,7 @@ def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, 
             count[regimes[i]] = count.get(regimes[i], 0) + 1
         w = np.array([1.0 / count[g] if tp[i] else 0.0 for i, g in enumerate(regimes)])
         u = _fit_linear(lin, tp, meas, w)
-        e = set_params(eff, {**lin.values(u), **unidentified_defaults(lin, tp, kinds == "THROUGHPUT")})
+        e = set_params(eff, {**lin.values(u), **unidentified_defaults(lin, tp, reach)})
         lin_steady = np.exp(lin.logp + lin.jac @ u)
         gd = train & downtime
         held = range(len(preps)) if group is None else list(group)
