@@ -133,7 +133,7 @@ def test_multi_node_fast_fabric_pods_get_rdma_devices(cli, provider, fabric, res
         (c,) = t["spec"]["containers"]
         limits = c["resources"]["limits"]
         want = count or {"p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16, "p4d.24xlarge": 4,
-                         "8x B200": 8}[plan.instance_type]
+                         "p6-b200.48xlarge": 8, "8x B200": 8}[plan.instance_type]
         assert limits[resource] == want
         assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
         env = {e["name"]: e.get("value") for e in c["env"]}

@@ -2,6 +2,8 @@
 the rack's NVLink domain, and layouts ranked per sequence rather than per step."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -61,7 +63,7 @@ def _wl_shape():
 
 def test_data_parallel_inside_an_nvl72_rack_runs_over_nvlink_not_the_nic(catalog):
     wl, shape = _wl_shape()
-    eff = default_efficiency()
+    eff = replace(default_efficiency(), dp_overlap=0.0)  # the whole collective, none hidden
     inter = inter_node_bytes_per_s(100.0, eff)  # 400 Gb/s per 4-GPU tray
     gb200, b200 = catalog.gpus["GB200"], catalog.gpus["B200"]
     args = dict(t=1, p=1, d=72, c=1, e=1, b=1, recompute=0, zero=1, v=1, global_batch=1080, gpus_per_node=4,
@@ -69,10 +71,12 @@ def test_data_parallel_inside_an_nvl72_rack_runs_over_nvlink_not_the_nic(catalog
     rack = step_time_s(shape, wl, gpu_features([gb200], wl.precision, 4, eff), eff, **args)
     hgx = step_time_s(shape, wl, gpu_features([b200], wl.precision, 4, eff), eff, **args)  # domain = the node
     assert float(np.ravel(rack["dp"])[0]) < 0.2 * float(np.ravel(hgx["dp"])[0])
-    # Two racks: the gradient ring crosses the NIC again.
+    # Two racks: the gradient ring crosses the NICs, paying the network latency, but 72 members share
+    # a rack's 72 NICs, so it still moves at about NVLink speed, far above one HGX node's four NICs.
     two = step_time_s(shape, wl, gpu_features([gb200], wl.precision, 4, eff), eff,
                       **{**args, "d": 144, "global_batch": 1152})
     assert float(np.ravel(two["dp"])[0]) > float(np.ravel(rack["dp"])[0])
+    assert float(np.ravel(two["dp"])[0]) < 0.2 * float(np.ravel(hgx["dp"])[0])
 
 
 def test_layouts_are_ranked_per_sequence_not_per_step(catalog):
@@ -86,3 +90,21 @@ def test_layouts_are_ranked_per_sequence_not_per_step(catalog):
     lay = {k: int(r.layouts[k][i]) for k in ("tp", "pp", "dp")}
     assert lay == {"tp": 1, "pp": 1, "dp": 72}
     assert r.layouts["batch"][i] <= wl.batch * (1 + MAX_BATCH_GROWTH)
+
+
+def test_a_data_parallel_ring_across_hgx_nodes_moves_at_the_nics_of_its_members_in_each_node(catalog):
+    # nccl-tests on 8x400G H100 nodes: ~400 GB/s all-reduce busbw, 8 x one NIC, because one ring per NIC
+    # crosses each node boundary once. A group with one member per node (TP 8) gets one NIC's rate.
+    wl, shape = _wl_shape()
+    eff = replace(default_efficiency(), dp_overlap=0.0)
+    inter = inter_node_bytes_per_s(400.0, eff)
+    feats = gpu_features([catalog.gpus["H100-SXM"]], wl.precision, 8, eff)
+    common = dict(p=1, c=1, e=1, b=1, recompute=0, zero=1, v=1, gpus_per_node=8, inter_node_bytes_s=inter)
+    wide = step_time_s(shape, wl, feats, eff, t=1, d=32, global_batch=32, **common)   # 8 members per node
+    deep = step_time_s(shape, wl, feats, eff, t=8, d=4, global_batch=4, **common)    # 1 member per node
+    per_param_wide = float(np.ravel(wide["dp"])[0]) / shape.total_params
+    per_param_deep = float(np.ravel(deep["dp"])[0]) / (shape.total_params / 8)
+    assert per_param_deep > 4.0 * per_param_wide
+    # Never faster than NVLink inside the node.
+    nvl = float(np.ravel(feats.scaleup_bytes_s)[0])
+    assert float(np.ravel(wide["dp"])[0]) >= 2 * (31 / 32) * shape.total_params * 2.0 / nvl * 0.9

@@ -90,6 +90,11 @@ def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
     return gpus_per_node
 
 
+# A ring collective that crosses nodes pays about this per step: NCCL's tuning model charges
+# max(intra-node latency, 3 x the ~1 us network post overhead) per Simple-protocol ring step
+# (src/graph/tuning.cc, "inter-node rings still have to launch nsteps * net overhead").
+RING_STEP_NET_US = 3.0
+
 ETA_CEILING = 0.9  # the largest share of the dense peak a step's GEMMs reach (tuned cuBLAS at best ~0.8-0.9)
 
 
@@ -285,21 +290,44 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     g_b = 4.0 if wl.fp32_grads else 2.0
     n_world = t * p * d * c
     # The whole job inside one NVLink domain (a node, or an NVL72 rack of 4-GPU trays): NVLink.
-    bw_dp = np.where(n_world <= feats.scaleup_domain, feats.scaleup_bytes_s, np.where(n_world > gpn, inter,
-                                                     feats.pcie_bytes_s))
+    # Beyond it, NCCL runs one ring per NIC: a group's ring crosses each node (rack) boundary once, so
+    # its members in that node share their NICs, and the group moves `members` x one GPU's NIC rate
+    # (multi-node all-reduce busbw ~ 8 x 50 GB/s on 8x400G H100 nodes), never faster than the links
+    # inside the node. Routed experts reduce over their own, e times smaller group: with EP filling
+    # the node it has one member per node and moves at one NIC's rate.
+    local = np.maximum(gpn, feats.scaleup_domain)
+    intra_bw = np.where(feats.scaleup_domain >= gpn, feats.scaleup_bytes_s, feats.pcie_bytes_s)
     lat_dp = np.where((n_world > gpn) & (n_world > feats.scaleup_domain), lat_out, lat_in)
-    ring = np.where(n_dp > 1, (n_dp - 1) / n_dp, 0.0)
+
+    def group_s_per_byte(ranks, stride):
+        """Seconds per byte of one rank's share in a ring all-reduce half (reduce-scatter or all-gather)."""
+        members = np.clip(np.floor(local / stride), 1.0, np.maximum(ranks, 1.0))
+        bw = np.where(n_world <= feats.scaleup_domain, feats.scaleup_bytes_s,
+                      np.where(n_world > gpn, np.minimum(intra_bw, inter * members), feats.pcie_bytes_s))
+        return np.where(ranks > 1, (ranks - 1) / np.maximum(ranks, 1.0), 0.0) / bw
+
+    spb, spb_e = group_s_per_byte(n_dp, t), group_s_per_byte(n_dp / e, t * c * e)
+    nonexpert = ne + emb
+    if wl.method == "full":
+        grad_s = nonexpert * spb + experts * spb_e  # seconds per gradient byte-width, one ring pass
+    else:
+        grad_s = grad_params * spb
+    weight_s = nonexpert * spb + experts * spb_e
     has_dp = np.where(n_dp > 1, 1.0, 0.0)
-    reduce_s = 2.0 * ring * grad_params * g_b / bw_dp + 2 * lat_dp * has_dp
+    reduce_s = 2.0 * grad_s * g_b + 2 * lat_dp * has_dp
     dp_once = np.maximum(0.0, reduce_s - eff.dp_overlap * t_mb * (2.0 / 3.0))
     # ZeRO-3: every micro-batch gathers the weights twice (fwd, bwd) and reduce-scatters the
     # gradients, hidden behind that micro-batch's compute as far as it goes.
-    z3_one = (2.0 * ring * stage_params * 2.0 + ring * grad_params * 2.0) / bw_dp + 3 * lat_dp * has_dp
+    # It gathers layer by layer: three ring collectives per layer, and a ring that leaves the node pays a
+    # network step (RING_STEP_NET_US) for each of its n - 1 steps (NCCL has no tree for all-gather /
+    # reduce-scatter): at a thousand ranks the per-layer latency, not the bandwidth, bounds FSDP.
+    ring_lat = lat_dp + np.where(n_world > local, (n_dp - 1.0) * RING_STEP_NET_US * 1e-6, 0.0)
+    z3_one = 2.0 * weight_s * 2.0 + grad_s * 2.0 + 3 * lps * ring_lat * has_dp
     dp_z3 = m * np.maximum(0.0, z3_one - eff.dp_overlap * t_mb)
     # ZeRO-2 keeps no full gradient buffer: gradients are reduce-scattered after every micro-batch,
     # updated weights all-gathered once per step.
-    z2_one = ring * grad_params * g_b / bw_dp + lat_dp * has_dp
-    dp_z2 = m * np.maximum(0.0, z2_one - eff.dp_overlap * t_mb * (2.0 / 3.0)) + ring * grad_params * 2.0 / bw_dp
+    z2_one = grad_s * g_b + lat_dp * has_dp
+    dp_z2 = m * np.maximum(0.0, z2_one - eff.dp_overlap * t_mb * (2.0 / 3.0)) + grad_s * 2.0
     dp = np.where(z >= 3, dp_z3, np.where(z == 2, dp_z2, dp_once))
 
     # Optimizer update at HBM speed on the parameters this GPU owns.

@@ -32,7 +32,7 @@ import numpy as np
 from gpuplan.catalog.records import Gpu
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import LAYOUT_KEYS, LayoutFixed, _select, enumerate_layouts
+from gpuplan.perf.layout_search import LAYOUT_KEYS, MEMORY_HEADROOM, LayoutFixed, _select, enumerate_layouts
 from gpuplan.perf.training_flops import model_flops_per_token
 from gpuplan.perf.training_memory import memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
@@ -204,7 +204,7 @@ def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | Non
         note = (note + "; " if note else "") + f"stated {'/'.join(relax)} relaxed (uneven split)"
     mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
                                  lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"])["total"]
-    ok = valid & (mem <= gpu.memory_bytes)
+    ok = valid & (mem <= gpu.memory_bytes * (1.0 - MEMORY_HEADROOM))  # the planner's own limit
     fits = bool(ok.any())
     if not fits:  # keep the leanest valid layout: the prediction still stands, flagged
         if not valid.any():

@@ -31,7 +31,7 @@ from gpuplan.planner.progress import Progress
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
 from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma, ties_line,
-                                         price_sigma, ranking_cost, vendor_band)
+                                         price_sigma, ranking_cost, ranking_time_factor, ranking_z, vendor_band)
 
 # Without a deadline the cheapest count is often the smallest that fits, which can take a
 # year; the planner keeps the cheapest count that finishes within this many days instead.
@@ -152,7 +152,7 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
                 rejected[cls] += len(m)
                 continue
             pending.append((cls, m))
-        _price_classes(table, g_rank, pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req)
+        _price_classes(table, g_rank, pending, node_counts, gpn, grid, target_h, ckpt_bytes, model, req, regime)
 
     progress.step(f"ranking {len(offers):,} offers")
     rows = table.finish(regime)
@@ -175,7 +175,9 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
     if not keep.any():
         return _empty_result(req, model, workload, rejected, cands, _closest(rows, cost, wall, req, workload, regime),
                              _what_would_fit(rows, cost, wall, cons, max_wall_h))
-    late_default = wall > target_h  # only when no --deadline: ranked after the plans that finish in time
+    # Only when no --deadline: plans that finish in time at the ranking quantile of their time band
+    # (the one their cost is ranked at) come first; one that makes the default only on average does not.
+    late_default = wall * rows.time_factor > target_h
     idx = np.flatnonzero(keep)
     order = [int(j) for j in idx[np.lexsort((cost[idx], rank_cost[idx], late_default[idx]))]]
     also: dict[int, list[str]] = {}
@@ -336,9 +338,10 @@ _PRICE_KEY = operator.itemgetter(COLUMNS.index("confidence"), COLUMNS.index("as_
 
 
 def _price_classes(table: "_RowTable", g_rank: int, pending, node_counts, gpn, grid, target_h, ckpt_bytes, model,
-                   req) -> None:
+                   req, regime) -> None:
     """Bill every usable (offer class, node count) of one group in one vectorised call, then keep per
-    offer the cheapest count that meets the target (the fastest when none does).
+    offer the cheapest count that meets the target at the ranking quantile of its time band (the
+    fastest when none does): a count that finishes in time only on average is not counted as in time.
 
     Billed hours do not depend on the price, so they are computed once per class; each offer's
     compute cost is nodes x its price x billed hours, one array per class."""
@@ -371,7 +374,7 @@ def _price_classes(table: "_RowTable", g_rank: int, pending, node_counts, gpn, g
         w = wall[sl]
         prices = np.fromiter(map(_PRICE, map(offers.__getitem__, positions)), dtype=float, count=len(positions))
         c = nodes[sl][None, :] * prices[:, None] * billed[sl][None, :]
-        meets = w <= target_h
+        meets = w * ranking_time_factor(regime[1], cls.gpu.id, cls.net.basis, nodes[sl] > 1) <= target_h
         if meets.any():
             picks = np.argmin(np.where(meets[None, :], c, np.inf), axis=1)
         else:
@@ -443,6 +446,7 @@ class _RowTable:
         self.spread_of = inv.reshape(-1)
         sigma = np.array([s.cost for s in self._spreads], dtype=float)[self.spread_of]
         self.rank_cost = ranking_cost(self.compute, self.other, sigma)
+        self.time_factor = np.exp(ranking_z() * np.array([s.time for s in self._spreads], dtype=float))[self.spread_of]
         self._rows: dict[int, dict[str, Any]] = {}
         return self
 
@@ -801,7 +805,8 @@ def _assumptions(req, goodput: float, target_h: float, max_wall_h: float) -> dic
     return {
         "goodput_non_failure": goodput,
         "count_choice": f"cheapest node count that finishes within {target_h / 24:g} days "
-                        f"({'--deadline' if req.constraints.deadline_hours else 'default'}); else the fastest",
+                        f"({'--deadline' if req.constraints.deadline_hours else 'default'}) at the 75th percentile "
+                        "of its time band; else the fastest",
         "max_wall": f"{max_wall_h / 24:g} days, a hard cap ({'--max-wall' if req.constraints.max_wall_hours else 'default'})",
         "failures": "Daly (2006) wall-time model with per-GPU-hour hardware failure rate and provider preemption rates",
         "network": fabric_assumptions(),

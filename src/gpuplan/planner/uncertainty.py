@@ -154,6 +154,15 @@ class Spread:
         return max(p, key=p.get)
 
 
+def ranking_time_factor(estimator_sigma: float, gpu_id: str, network_basis: str, multi_node) -> np.ndarray:
+    """Wall time at the ranking quantile over the expected wall time, for one offer class at each node
+    count (`multi_node`: per count): the time part of the spread (estimator, vendor efficiency, network)."""
+    vendor = vendor_band(gpu_id, "training").sigma
+    multi = np.asarray(multi_node, dtype=bool)
+    net = np.where(multi, network_sigma(network_basis, True), 0.0)
+    return np.exp(ranking_z() * np.sqrt(estimator_sigma ** 2 + vendor ** 2 + net ** 2))
+
+
 def ranking_cost(compute_usd, other_usd, cost_sigma):
     """The cost a plan is ranked by: its compute at the ranking quantile, plus storage and egress."""
     return np.asarray(compute_usd) * np.exp(ranking_z() * np.asarray(cost_sigma)) + np.asarray(other_usd)
