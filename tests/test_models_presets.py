@@ -21,6 +21,7 @@ REQUIRED = [
     "glm-4.5", "glm-4.5-air", "gemma-3-1b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "phi-4", "phi-4-mini",
     "phi-3.5-moe", "mistral-small-3", "mistral-large-2", "granite-3.3-8b", "olmo-2-7b", "olmo-2-13b", "olmo-2-32b",
     "qwen3-coder-480b-a35b", "minimax-m2", "gemma-3-270m", "olmo-2-1b", "smollm3-3b", "smollm2-135m",
+    "olmo-3-7b", "olmo-3-32b", "apertus-8b", "hunyuan-a13b", "ernie-4.5-300b-a47b",
 ]
 RECORDS = {r["id"]: r for r in preset_records()}
 
@@ -126,6 +127,11 @@ def test_2025_family_features():
     ms = get_preset("mistral-small-3")
     assert ms.head_dim * ms.n_heads == 4096 != ms.hidden_size
     assert get_preset("deepseek-r1").native_precision == "fp8"
+    # Apertus' xIELU MLP has no gate (two matrices); ERNIE-4.5-300B keeps 3 dense layers and no shared expert.
+    assert not get_preset("apertus-8b").gated_ffn
+    ernie = get_preset("ernie-4.5-300b-a47b")
+    assert (ernie.n_dense_layers, ernie.n_shared_experts, ernie.n_moe_layers) == (3, 0, 51)
+    assert get_preset("hunyuan-a13b").n_shared_experts == 1 and get_preset("hunyuan-a13b").n_dense_layers == 0
 
 
 def test_local_attention_sinks_and_moe_interval_presets():
@@ -133,7 +139,8 @@ def test_local_attention_sinks_and_moe_interval_presets():
     expected = {"gemma-2-2b": (4096, 13), "gemma-2-9b": (4096, 21), "gemma-2-27b": (4096, 23),
                 "gemma-3-270m": (512, 15), "gemma-3-1b": (512, 22), "gemma-3-4b": (1024, 29),
                 "gemma-3-12b": (1024, 40), "gemma-3-27b": (1024, 52), "gpt-oss-20b": (128, 12),
-                "gpt-oss-120b": (128, 18), "llama-4-scout": (8192, 36), "llama-4-maverick": (8192, 36)}
+                "gpt-oss-120b": (128, 18), "llama-4-scout": (8192, 36), "llama-4-maverick": (8192, 36),
+                "olmo-3-7b": (4096, 24), "olmo-3-32b": (4096, 48)}
     for pid, pair in expected.items():
         spec = get_preset(pid)
         assert (spec.local_attention_window, spec.n_local_attention_layers) == pair, pid
@@ -154,7 +161,8 @@ def test_local_attention_sinks_and_moe_interval_presets():
 def test_2025_presets_carry_their_config_source():
     for pid in ("llama-4-scout", "llama-4-maverick", "qwen3-0.6b", "qwen3-14b", "glm-4.5", "glm-4.5-air",
                 "gemma-3-4b", "phi-4", "phi-3.5-moe", "mistral-small-3", "mistral-large-2", "granite-3.3-8b",
-                "olmo-2-32b", "qwen3-coder-480b-a35b", "minimax-m2", "gemma-3-270m", "olmo-2-1b", "smollm3-3b"):
+                "olmo-2-32b", "qwen3-coder-480b-a35b", "minimax-m2", "gemma-3-270m", "olmo-2-1b", "smollm3-3b",
+                "olmo-3-7b", "olmo-3-32b", "apertus-8b", "hunyuan-a13b", "ernie-4.5-300b-a47b"):
         rec = RECORDS[pid]
         assert f"https://huggingface.co/{rec['hf_id']}/blob/main/config.json" in rec["source"], pid
 
@@ -178,6 +186,11 @@ def test_2025_presets_carry_their_config_source():
     ("Qwen/Qwen3-Coder-480B-A35B-Instruct", "qwen3-coder-480b-a35b"), ("MiniMaxAI/MiniMax-M2", "minimax-m2"),
     ("google/gemma-3-270m-it", "gemma-3-270m"), ("allenai/OLMo-2-0425-1B-Instruct", "olmo-2-1b"),
     ("HuggingFaceTB/SmolLM3-3B", "smollm3-3b"), ("deepseek-r1", "deepseek-v3"),
+    ("allenai/Olmo-3-7B-Instruct", "olmo-3-7b"), ("allenai/Olmo-3.1-32B-Think", "olmo-3-32b"),
+    ("swiss-ai/Apertus-8B-Instruct-2509", "apertus-8b"), ("tencent/Hunyuan-A13B-Instruct", "hunyuan-a13b"),
+    ("baidu/ERNIE-4.5-300B-A47B-PT", "ernie-4.5-300b-a47b"), ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3"),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3"), ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama-3.1-70b"),
+    ("zai-org/GLM-4.6", "glm-4.5"),
 ])
 def test_forgiving_names(spelling, pid):
     assert get_preset(spelling).name == pid
