@@ -277,3 +277,22 @@ def test_token_dropping_rows_skip_the_dropless_host_sync():
     t_drop, t_dropless = steady_state(p, eff)[0], steady_state(q, eff)[0]
     assert t_drop < t_dropless
     assert steady_state(p, eff.with_params(moe_layer_overhead_us=0.0))[0] == pytest.approx(t_drop)
+
+
+def test_every_fitted_parameter_acts_on_prepared_rows():
+    """The fit and the leave-one-source-out refits evaluate parameters on rows prepared once: a parameter that the
+    prepared features froze (attention on Blackwell once did) would leave the loss flat and its 'fit' a random walk.
+    Each fitted compute parameter must move some prepared row's step time."""
+    from gpuplan.perf.training_validation import prepare_all, steady_state
+
+    eff = default_efficiency()
+    preps = [p for p in prepare_all(eff) if p.kind == "THROUGHPUT"]
+    base = np.array([steady_state(p, eff)[0] for p in preps])
+    blackwell = np.array([p.gpu.id in ("B200", "B300", "GB200", "GB300") for p in preps])
+    for name in ("attn_blackwell", "attn_ratio", "m_half", "ep_exposed", "moe_layer_overhead_us", "h_half"):
+        moved = np.array([steady_state(p, eff.with_params(**{name: getattr(eff, name) * 1.3 + 0.1}))[0]
+                          for p in preps])
+        assert np.any(np.abs(moved / base - 1) > 1e-3), name
+        if name == "attn_blackwell":  # only Blackwell rows, and only faster
+            assert np.allclose(moved[~blackwell], base[~blackwell])
+            assert np.all(moved[blackwell] <= base[blackwell] * (1 + 1e-9)) and np.any(moved[blackwell] < base[blackwell])

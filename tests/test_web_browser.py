@@ -415,9 +415,15 @@ def test_desktop_plan_recommendation_table_whatif_exports_and_link(server, brows
         assert page.locator("#plan-table tbody tr.plan-row").first.get_attribute("data-rank") == "1"
 
         # Clicking a dot selects that plan in the table, the chart and the selected-plan card.
-        other = page.locator("#scatter circle.point:not(.selected)").first
-        rank = other.get_attribute("data-rank")
-        other.click()
+        # A dot no other dot covers (plans of equal cost and time sit on top of each other).
+        rank = page.evaluate("""() => {
+            const dots = [...document.querySelectorAll('#scatter circle.point')];
+            const at = c => [+c.getAttribute('cx'), +c.getAttribute('cy')];
+            const free = dots.filter(c => !c.classList.contains('selected')).find(c => dots.every(d => d === c
+                || Math.hypot(at(c)[0] - at(d)[0], at(c)[1] - at(d)[1]) > 16));
+            return free ? free.dataset.rank : null; }""")
+        assert rank, "every plan's dot is covered by another"
+        page.locator(f"#scatter circle.point[data-rank='{rank}']").click()
         assert page.locator("#plan-table tbody tr.selected").get_attribute("data-rank") == rank
         assert f"#{rank}" in page.locator("#selected-plan").inner_text()
         page.locator("#plan-table tbody tr.plan-row[data-rank='1']").click()

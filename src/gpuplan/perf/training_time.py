@@ -75,7 +75,7 @@ class GpuFeatures:
     pcie_bytes_s: np.ndarray
     arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
     bf16_ratio: np.ndarray | float = 1.0  # bf16 peak / peak at the compute precision (attention stays bf16)
-    attn_arch: np.ndarray | float = 1.0  # attention kernels' speed on this architecture relative to Hopper's
+    blackwell: np.ndarray | float = 0.0  # 1 on Blackwell: attention runs at `attn_blackwell` x Hopper's share
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -106,12 +106,12 @@ def arch_factors(gpus: list[Gpu]) -> np.ndarray:
     return np.array([applied_factor(g.id, "training", g.vendor).factor for g in gpus], dtype=np.float64)
 
 
-def attention_arch_factors(gpus: list[Gpu], eff: TrainingEfficiency) -> np.ndarray:
-    """Attention kernels' speed by architecture relative to Hopper: `attn_blackwell` on Blackwell, 1 elsewhere."""
+def blackwell_flags(gpus: list[Gpu]) -> np.ndarray:
+    """1 for Blackwell GPUs, 0 elsewhere: their attention kernels' speed is the fitted `attn_blackwell`, applied
+    when the step time is computed (not here), so that refits of it take effect on prepared features."""
     from gpuplan.perf.vendor_efficiency import arch_of
 
-    return np.array([eff.attn_blackwell if arch_of(g.id, g.vendor) == "Blackwell" else 1.0 for g in gpus],
-                    dtype=np.float64)
+    return np.array([1.0 if arch_of(g.id, g.vendor) == "Blackwell" else 0.0 for g in gpus], dtype=np.float64)
 
 
 def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEfficiency) -> GpuFeatures:
@@ -128,7 +128,7 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
         arch_factor=arch_factors(gpus),
         bf16_ratio=np.array([g.peak_tflops("bf16") if g.bf16_tflops > 0 else g.peak_tflops(precision)
                              for g in gpus], dtype=np.float64) / np.maximum(peak, 1e-9),
-        attn_arch=attention_arch_factors(gpus, eff),
+        blackwell=blackwell_flags(gpus),
     )
 
 
@@ -181,7 +181,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
         # low-precision GEMM ratio.
         lowp = eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0
-        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / (eff.attn_ratio * feats.attn_arch)
+        attn_arch = 1.0 + feats.blackwell * (eff.attn_blackwell - 1.0)  # attention kernels' speed vs Hopper's
+        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / (eff.attn_ratio * attn_arch)
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)
