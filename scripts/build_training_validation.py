@@ -38,7 +38,7 @@ COLUMNS = [
     "source_mfu_or_tflops", "source",
     # added for issue #13
     "regime", "source_id", "source_date", "measured_tokens_per_s_per_gpu", "fsdp", "nvlink_domain", "lora_rank",
-    "lora_targets",
+    "lora_targets", "sample_len",
 ]
 
 # GPUs the catalog does not hold, described only for validation (TPU v4: 275 bf16 TFLOP/s,
@@ -590,9 +590,19 @@ def _base(**kw) -> dict:
     return out
 
 
+# SQuAD packed into 4096-token sequences (NeMo's packed SFT keeps each example's attention to itself, THD /
+# cu_seqlens): a SQuAD v1.1 example is one Wikipedia paragraph, a question and a short answer (Rajpurkar et al.
+# 2016, arXiv 1606.05250); NVIDIA does not state the mean packed example length, so 512 tokens is assumed, on the
+# long side (a longer span costs more attention: pessimistic).
+SQUAD_SAMPLE_LEN = 512
+SQUAD_PACKING_NOTE = ("; packed SQuAD examples attend within themselves (NeMo packed SFT): mean example length not "
+                      f"stated, {SQUAD_SAMPLE_LEN} tokens assumed (one Wikipedia paragraph, a question and a short "
+                      "answer; on the long side)")
+
+
 def _throughput_row(*, name, model_ref, gpu_id, n, prec, gbs, mbs, seq, tok_s_gpu, source, source_id, date,
                     notes, tp="", pp="", cp="", vp="", ep="", dp="", fsdp="", method="full", nvl="",
-                    inter=H100_NDR, lora_rank="", lora_targets="") -> dict:
+                    inter=H100_NDR, lora_rank="", lora_targets="", sample_len="") -> dict:
     step = float(gbs) * float(seq) / (float(tok_s_gpu) * float(n))
     return _base(name=name, row_type="THROUGHPUT", model_ref=model_ref, gpu_id=gpu_id, gpu_count=n, precision=prec,
                  method=method, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep or 1, vp=vp or 1, micro_batch=mbs,
@@ -600,7 +610,7 @@ def _throughput_row(*, name, model_ref, gpu_id, n, prec, gbs, mbs, seq, tok_s_gp
                  step_time_basis="global batch x seq / (tokens/s/GPU x GPUs)",
                  measured_tokens_per_s_per_gpu=tok_s_gpu, source=source, source_id=source_id, source_date=date,
                  notes=notes, fsdp=fsdp, nvlink_domain=nvl, lora_rank=lora_rank, lora_targets=lora_targets,
-                 source_gpu=gpu_id, source_mfu_or_tflops=f"{tok_s_gpu} tokens/s/GPU")
+                 sample_len=sample_len, source_gpu=gpu_id, source_mfu_or_tflops=f"{tok_s_gpu} tokens/s/GPU")
 
 
 def megatron_bridge_rows() -> list[dict]:
@@ -649,13 +659,13 @@ def nemo_rows() -> list[dict]:
             lora_rank=32 if method == "lora" else "", lora_targets="attention" if method == "lora" else "",
             source=f"THROUGHPUT. NVIDIA NeMo Framework performance summary, NeMo 24.07 fine-tuning, DGX-H100, FP8 "
                    f"({NEMO_2407}): {task}, SQuAD packed to {seq}, TP{tp} PP{pp} MBS{mbs} GBS{gbs}",
-            source_id="nemo-perf-24.07-finetune", date="2024-07",
-            notes=("fine-tuning; LoRA adapters not printed: NeMo's default PEFT config assumed "
-                   "(examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml: lora_tuning "
-                   "target_modules ['attention_qkv'], adapter_dim 32), read as rank 32 on the attention "
-                   "projections (qkv + output: the estimator's narrowest target set, pessimistic)")
-            if method == "lora"
-            else "supervised fine-tuning (all weights trained)"))
+            source_id="nemo-perf-24.07-finetune", date="2024-07", sample_len=SQUAD_SAMPLE_LEN,
+            notes=(("fine-tuning; LoRA adapters not printed: NeMo's default PEFT config assumed "
+                    "(examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml: lora_tuning "
+                    "target_modules ['attention_qkv'], adapter_dim 32), read as rank 32 on the attention "
+                    "projections (qkv + output: the estimator's narrowest target set, pessimistic)")
+                   if method == "lora"
+                   else "supervised fine-tuning (all weights trained)") + SQUAD_PACKING_NOTE))
     for (sid, date, ref, mname, gpu, cont), table in NEMO_LONG_TABLES.items():
         for line in table.strip().splitlines():
             k, n, gbs, nocp, tp, pp, dp, cp, tflops = [_cell(x).replace(",", "") for x in line.split("|")]
@@ -720,6 +730,17 @@ def gaudi_rows() -> list[dict]:
     return out
 
 
+# Config names of the v4.0 NVIDIA-stack LoRA submissions carry MINIBS (x4 / x2), not the micro batch: their
+# config_common.sh sets MBS=1. Read from the submissions, per vendor-runs.csv row.
+MLPERF_MICRO_BATCH = {
+    "T40-LORA8-H100": (1, "micro batch 1 and 4 micro-batches per DP rank: config_common.sh MBS=1, the config name's "
+                          "x4 is MINIBS (mlcommons/training_results_v4.0 NVIDIA/benchmarks/llama2_70b_lora/"
+                          "implementations/nemo); FP8 attention (FP8_DPA=1)"),
+    "T40-LORA64-L40S": (1, "micro batch 1: config_L40S_16x4x2xtp4pp1cp2.sh MINIBS=1 and config_common.sh MBS=1 "
+                           "(mlcommons/training_results_v4.0); FP8_DPA=False"),
+}
+
+
 def mlperf_rows() -> list[dict]:
     path = ROOT / "src" / "gpuplan" / "perf" / "data" / "vendor-runs.csv"
     out = []
@@ -738,6 +759,9 @@ def mlperf_rows() -> list[dict]:
             lay = dict(micro_batch=int(m.group(3)))
             if m.group(4):
                 lay.update(tp=int(m.group(4)), pp=int(m.group(5)), cp=int(m.group(6)))
+        mbs_fix = MLPERF_MICRO_BATCH.get(r["row_id"])
+        if mbs_fix:
+            lay["micro_batch"] = mbs_fix[0]
         use, skip = 1, ""
         if r["precision"] not in ("bf16", "fp8", "fp4"):
             use, skip = 0, f"precision {r['precision']} is not a training precision of the estimator"
@@ -753,8 +777,9 @@ def mlperf_rows() -> list[dict]:
             source=f"THROUGHPUT. {r['benchmark']}, {r['scenario']} ({r['source']}); {r['metric']} {r['measured']} "
                    f"as normalized in vendor-runs.csv row {r['row_id']}",
             source_id=r["source_id"], date=r["date"],
-            notes=f"global batch {gbs} and seq {seq} assumed (benchmark reference shapes); layout from the config "
-                  f"name where quoted, else searched; vendor-runs.csv note: {r['notes'][:160]}")
+            notes=f"global batch {gbs} and seq {seq} assumed{'; ' + mbs_fix[1] if mbs_fix else ''} (benchmark "
+                  f"reference shapes); layout from the config name where quoted, else searched; vendor-runs.csv "
+                  f"note: {r['notes'][:160]}")
         row["use"], row["skip_reason"] = use, skip
         out.append(row)
     return out

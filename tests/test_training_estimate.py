@@ -234,3 +234,44 @@ def test_given_global_batch_is_rounded_and_said():
     assert e.layout.global_batch >= 1000
     if e.layout.global_batch != 1000:
         assert any("rounded" in n for n in e.notes)
+
+
+def test_packed_examples_attend_within_themselves():
+    """SFT packing: short examples share a sequence but not their attention. Only the attention work shrinks (the
+    GEMMs see the same tokens), so a long sequence of short examples is cheaper than one long document, and an
+    example as long as the sequence is no packing at all."""
+    from gpuplan.models import resolve_model
+    from gpuplan.perf.training_flops import attention_forward_flops_per_token
+    from gpuplan.perf.training_time import compute_flops_parts
+
+    shape = model_shape(resolve_model("llama-3.1-8b"))
+    doc = finetuning("lora", tokens=1e9, seq_len=8192)
+    packed = finetuning("lora", tokens=1e9, seq_len=8192, sample_len=512)
+    assert packed.attention_len == 512 and doc.attention_len == 8192
+    p_doc, p_packed = compute_flops_parts(shape, doc), compute_flops_parts(shape, packed)
+    assert np.allclose(p_doc[:, :2], p_packed[:, :2])  # GEMMs unchanged
+    assert p_packed[0, 2] == pytest.approx(p_doc[0, 2] * attention_forward_flops_per_token(shape, 512)
+                                           / attention_forward_flops_per_token(shape, 8192))
+    a = estimate_training("llama-3.1-8b", doc, "H100", 8)
+    b = estimate_training("llama-3.1-8b", packed, "H100", 8)
+    assert b.step_time_s < 0.9 * a.step_time_s and b.flops < a.flops
+    assert b.assumptions["sample_len"] == 512 and any("packed examples" in n for n in b.notes)
+    same = estimate_training("llama-3.1-8b", finetuning("lora", tokens=1e9, seq_len=8192, sample_len=8192), "H100", 8)
+    assert same.step_time_s == pytest.approx(a.step_time_s)
+    with pytest.raises(UsageError, match="sample_len"):
+        finetuning("lora", tokens=1e9, seq_len=4096, sample_len=5000)
+
+
+def test_cli_sample_len(cli):
+    import json
+
+    args = ("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8", "--tokens", "1e9",
+            "--method", "lora", "--seq-len", "8192", "--json")
+    code, out, err = cli(*args)
+    plain = json.loads(out)
+    code, out, err = cli(*args, "--sample-len", "512")
+    assert code == 0, err
+    assert json.loads(out)["gpu_hours"] < plain["gpu_hours"]
+    for bad in ("0", "-3", "9000", "abc"):
+        code, out, err = cli(*args, "--sample-len", bad)
+        assert code == 2 and "Traceback" not in err and len((out + err).strip().splitlines()) <= 2, (bad, out + err)

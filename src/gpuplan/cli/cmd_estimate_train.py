@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, ParamsOpt, resolve_model_option
+from gpuplan.cli.options import (ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, ParamsOpt, SampleLenOpt,
+                                 resolve_model_option)
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
 TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 15T, 1e12, 300B); optional with --gpus.")]
@@ -51,6 +52,7 @@ def train_command(
     gpus: _int_opt("--gpus", "GPU count (default: the smallest that fits and meets --deadline-days).") = None,
     precision: PrecisionOpt = "bf16",
     seq_len: SeqOpt = 4096,
+    sample_len: SampleLenOpt = None,
     global_batch: BatchOpt = None,
     micro_batch: _int_opt("--micro-batch", "Sequences per micro-batch (default: searched).") = None,
     tp: _int_opt("--tp", "Tensor parallel size (default: searched).") = None,
@@ -85,7 +87,7 @@ def train_command(
     req = build_request(TrainEstimateRequest,
         model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
         dataset_tokens=dataset_tokens, gpu=gpu, gpus=gpus, precision=precision, seq_len=seq_len,
-        global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, recompute=recompute,
+        sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, recompute=recompute,
         zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
         flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers)

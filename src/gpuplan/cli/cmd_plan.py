@@ -9,7 +9,7 @@ from gpuplan.cli.app import plan_app
 from gpuplan.cli.options import (
     ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, CsvOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
     KindsOpt, LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt,
-    ProvidersOpt, RegionsOpt, WideOpt, build_request, constraints_from_options,
+    ProvidersOpt, RegionsOpt, SampleLenOpt, WideOpt, build_request, constraints_from_options,
 )
 
 TokensOpt = Annotated[Optional[str], typer.Option("--tokens", help="Training tokens (e.g. 1e12, 15T).")]
@@ -43,7 +43,7 @@ UsersOpt = Annotated[Optional[str], typer.Option("--users", help="Where users ar
 
 
 def _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank, precision,
-                   seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows=False):
+                   seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows=False, sample_len=None):
     """The TrainPlanRequest the API takes too: strings such as '15T' are parsed by the request itself."""
     from gpuplan.errors import UsageError
     from gpuplan.planner.requests import TrainPlanRequest
@@ -54,7 +54,7 @@ def _train_request(model, params, active_params, tokens, epochs, dataset_tokens,
         model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
         dataset_tokens=dataset_tokens, method=method, lora_rank=lora_rank, precision=precision, seq_len=seq_len,
         global_batch=global_batch, goodput=goodput, dataset_gb=dataset_gb, constraints=constraints, limit=limit,
-        all_rows=all_rows,
+        all_rows=all_rows, sample_len=sample_len,
     ))
 
 
@@ -79,8 +79,8 @@ def plan_train(
     model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
     tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
     method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
-    seq_len: SeqLenOpt = 4096, global_batch: GlobalBatchOpt = None, goodput: GoodputOpt = None,
-    dataset_gb: DatasetGbOpt = 0.0,
+    seq_len: SeqLenOpt = 4096, sample_len: SampleLenOpt = None, global_batch: GlobalBatchOpt = None,
+    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0,
     budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
@@ -97,7 +97,8 @@ def plan_train(
                                            no_spot, min_confidence, max_price_age, allow_decentralized,
                                            allow_unclustered=allow_unclustered, max_wall=max_wall)
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
-                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows)
+                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows,
+                         sample_len=sample_len)
     result = plan_training(req, Catalog.load(db))
     if as_csv and not as_json:
         from gpuplan.cli.plan_csv import print_plan_csv

@@ -8,6 +8,9 @@ import typer
 from gpuplan.errors import UsageError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+SampleLenOpt = Annotated[Optional[int], typer.Option(
+    "--sample-len", help="Mean tokens per example when short examples are packed into each sequence with "
+                         "per-example attention (SFT packing): attention spans one example, not --seq-len.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Catalog store (default: $GPUPLAN_DB or the user data dir).")]
 

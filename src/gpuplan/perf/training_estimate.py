@@ -457,7 +457,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     rc_name = RECOMPUTE_NAMES[int(lay["recompute"][i])]
     from gpuplan.perf.training_flops import hardware_flops_per_token
 
-    hw_tok = hardware_flops_per_token(shape, workload.seq_len, rc_name, workload.method, attention,
+    hw_tok = hardware_flops_per_token(shape, workload.attention_len, rc_name, workload.method, attention,
                                       workload.flash_attention, workload.lora_rank, workload.lora_targets)
     hw_tok += workload.teacher_forward_flops_per_token
     peak = g.peak_tflops(workload.precision) * 1e12
@@ -530,6 +530,10 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      f"its bf16 weights in memory")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
+    if workload.sample_len:
+        assumptions["sample_len"] = workload.sample_len
+        notes.append(f"packed examples of {workload.sample_len:,} tokens: attention runs within each example "
+                     f"(per-example masks), not across the {workload.seq_len:,}-token sequence")
     if workload.method != "full":
         assumptions["lora_rank"] = workload.lora_rank
         assumptions["lora_targets"] = workload.lora_targets

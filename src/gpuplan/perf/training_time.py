@@ -386,7 +386,7 @@ def compute_flops_parts(shape: ModelShape, wl: TrainingWorkload, lora_phi: float
     """
     from gpuplan.perf.training_flops import attention_forward_flops_per_token
 
-    attn_fwd = attention_forward_flops_per_token(shape, wl.seq_len, "causal")
+    attn_fwd = attention_forward_flops_per_token(shape, wl.attention_len, "causal")
     routed = 2.0 * shape.routed_active_params
     other = 2.0 * shape.matmul_active_params - routed
     if wl.method == "full":
@@ -407,9 +407,10 @@ def flops_per_token(shape: ModelShape, wl: TrainingWorkload, attention: str = "c
     teacher's forward pass counts in the model and hardware FLOPs (it is work the run pays for)."""
     kw = dict(method=wl.method, attention=attention, lora_rank=wl.lora_rank, lora_targets=wl.lora_targets)
     teacher = wl.teacher_forward_flops_per_token
-    return (model_flops_per_token(shape, wl.seq_len, **kw) + teacher,
-            forward_flops_per_token(shape, wl.seq_len, attention),
-            hardware_flops_per_token(shape, wl.seq_len, "full", flash_attention=wl.flash_attention, **kw) + teacher)
+    span = wl.attention_len  # packed examples: attention within one example
+    return (model_flops_per_token(shape, span, **kw) + teacher,
+            forward_flops_per_token(shape, span, attention),
+            hardware_flops_per_token(shape, span, "full", flash_attention=wl.flash_attention, **kw) + teacher)
 
 
 def inter_node_bytes_per_s(fabric: str | float | None, eff: TrainingEfficiency) -> float:

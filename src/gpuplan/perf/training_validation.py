@@ -106,6 +106,8 @@ def row_workload(row) -> TrainingWorkload:
     extra = {"lora_rank": _i(row, "lora_rank")} if method != "full" and _i(row, "lora_rank") else {}
     if method != "full" and (row.get("lora_targets") or "").strip():
         extra["lora_targets"] = row["lora_targets"].strip()
+    if _i(row, "sample_len"):
+        extra["sample_len"] = _i(row, "sample_len")
     return make_workload(kind="pretrain" if method == "full" else "finetune", method=method, tokens=tokens,
                          seq_len=_i(row, "seq_len") or 2048, global_batch=_i(row, "global_batch"),
                          precision=row["precision"] or "bf16", flash_attention=bool(_i(row, "flash_attention")),

@@ -72,6 +72,10 @@ class TrainingWorkload(BaseModel):
     # Partial recompute: with recompute 'full', only this many layers per pipeline stage are
     # recomputed (Megatron --recompute-num-layers, block method); None = every layer.
     recompute_layers: int | None = Field(default=None, ge=0, le=100_000)
+    # Packed fine-tuning: short examples concatenated into each sequence with per-example attention masks
+    # (NeMo / TRL packing, FlashAttention varlen): attention spans one example, not the sequence.
+    sample_len: int | None = Field(default=None, description="mean tokens per packed example (None: one document "
+                                                             "per sequence)")
 
     @model_validator(mode="after")
     def _check(self) -> "TrainingWorkload":
@@ -96,7 +100,14 @@ class TrainingWorkload(BaseModel):
             raise ValueError("LoRA/QLoRA are fine-tuning methods; use kind='finetune'")
         if self.total_tokens < self.seq_len:
             raise ValueError(f"{self.total_tokens:.3g} tokens is less than one sequence of {self.seq_len}")
+        if self.sample_len is not None and not 1 <= self.sample_len <= self.seq_len:
+            raise ValueError(f"sample_len must be in 1..seq_len ({self.seq_len}), got {self.sample_len}")
         return self
+
+    @property
+    def attention_len(self) -> int:
+        """Tokens a sequence's attention spans: the packed example's length, else the whole sequence."""
+        return min(self.sample_len, self.seq_len) if self.sample_len else self.seq_len
 
     @property
     def total_tokens(self) -> float:
@@ -131,7 +142,7 @@ def with_teacher(wl: TrainingWorkload, teacher) -> TrainingWorkload:
 
     shape = model_shape(teacher)
     return wl.model_copy(update={"teacher": teacher.name,
-                                 "teacher_forward_flops_per_token": forward_flops_per_token(shape, wl.seq_len),
+                                 "teacher_forward_flops_per_token": forward_flops_per_token(shape, wl.attention_len),
                                  "teacher_params": float(teacher.total_params()),
                                  "teacher_vocab": int(teacher.vocab_size)})
 

@@ -135,6 +135,10 @@ class ModelChoice(BaseModel):
         return model_from_params(self.params, self.active_params)
 
 
+SAMPLE_LEN_HELP = ("mean tokens per example when short examples are packed into each sequence with per-example "
+                   "attention (SFT packing): attention spans one example, not the sequence")
+
+
 class TrainPlanRequest(ModelChoice):
     tokens: Quantity | None = Field(default=None, gt=0, le=1e16, description="training tokens, e.g. 15T")
     epochs: float | None = Field(default=None, gt=0, le=1e4)
@@ -143,6 +147,7 @@ class TrainPlanRequest(ModelChoice):
     lora_rank: int = Field(default=16, gt=0, le=4096)
     precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
     seq_len: int = Field(default=4096, gt=0, le=1_048_576)
+    sample_len: int | None = Field(default=None, gt=0, le=1_048_576, description=SAMPLE_LEN_HELP)
     global_batch: int | None = Field(default=None, gt=0, le=1_000_000, description="sequences per step")
     goodput: float | None = Field(default=None, gt=0, le=1)
     dataset_gb: float = Field(default=0.0, ge=0, le=1e7, description="data moved in (storage while training)")
@@ -228,7 +233,8 @@ LowerStr = Annotated[str, BeforeValidator(_lower)]
 
 
 def training_workload(tokens=None, epochs=None, dataset_tokens=None, method="full", seq_len=4096, global_batch=None,
-                      precision="bf16", lora_rank=16, lora_targets="all", default_tokens: float | None = None):
+                      precision="bf16", lora_rank=16, lora_targets="all", default_tokens: float | None = None,
+                      sample_len: int | None = None):
     """The TrainingWorkload of an estimate: pre-training for `full` without a data set, else fine-tuning."""
     from gpuplan.perf.workload import make_workload
 
@@ -248,7 +254,7 @@ def training_workload(tokens=None, epochs=None, dataset_tokens=None, method="ful
     kind = "pretrain" if method == "full" and data is None else "finetune"
     return make_workload(kind=kind, method=method, tokens=tok, epochs=epochs, dataset_tokens=data, seq_len=seq_len,
                          global_batch=global_batch, precision=str(precision).strip().lower(), lora_rank=lora_rank,
-                         lora_targets=str(lora_targets).strip().lower())
+                         lora_targets=str(lora_targets).strip().lower(), sample_len=sample_len)
 
 
 def fabric_gbps(text: str | float) -> str | float:
@@ -278,6 +284,7 @@ class TrainEstimateRequest(ModelChoice):
     lora_targets: Annotated[Literal["attention", "all"], BeforeValidator(_lower)] = "all"
     precision: Annotated[Literal["bf16", "fp16", "fp8", "fp4"], BeforeValidator(_lower)] = "bf16"
     seq_len: TokenCount = Field(default=4096)
+    sample_len: int | None = Field(default=None, gt=0, le=1_048_576, description=SAMPLE_LEN_HELP)
     global_batch: int | None = Field(default=None, description="sequences per optimizer step")
     micro_batch: int | None = Field(default=None)
     tp: int | None = Field(default=None)
@@ -305,7 +312,8 @@ class TrainEstimateRequest(ModelChoice):
     def workload(self):
         wl = training_workload(self.tokens, self.epochs, self.dataset_tokens, self.method, self.seq_len,
                                self.global_batch, self.precision, self.lora_rank, self.lora_targets,
-                               default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None)
+                               default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None,
+                               sample_len=self.sample_len)
         return with_distillation_and_recompute(wl, self.teacher, self.recompute_layers, self.recompute)
 
 

@@ -60,7 +60,8 @@ def _workload(req: TrainPlanRequest, model):
 
     kind = "pretrain" if req.method == "full" and req.epochs is None else "finetune"
     wl = make_workload(kind=kind, method=req.method, tokens=req.total_tokens, seq_len=req.seq_len,
-                       global_batch=req.global_batch, precision=req.precision, lora_rank=req.lora_rank)
+                       global_batch=req.global_batch, precision=req.precision, lora_rank=req.lora_rank,
+                       sample_len=req.sample_len)
     return with_model_defaults(wl, model)
 
 
