@@ -307,13 +307,13 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
                       np.where(n_world > gpn, np.minimum(intra_bw, inter * members), feats.pcie_bytes_s))
         return np.where(ranks > 1, (ranks - 1) / np.maximum(ranks, 1.0), 0.0) / bw
 
-    spb, spb_e = group_s_per_byte(n_dp, t), group_s_per_byte(n_dp / e, t * c * e)
-    nonexpert = ne + emb
-    if wl.method == "full":
-        grad_s = nonexpert * spb + experts * spb_e  # seconds per gradient byte-width, one ring pass
+    spb = group_s_per_byte(n_dp, t)
+    if shape.is_moe:
+        weight_s = (ne + emb) * spb + experts * group_s_per_byte(n_dp / e, t * c * e)
     else:
-        grad_s = grad_params * spb
-    weight_s = nonexpert * spb + experts * spb_e
+        weight_s = stage_params * spb
+    # Seconds per gradient byte-width, one ring pass.
+    grad_s = weight_s if wl.method == "full" else grad_params * spb
     has_dp = np.where(n_dp > 1, 1.0, 0.0)
     reduce_s = 2.0 * grad_s * g_b + 2 * lat_dp * has_dp
     dp_once = np.maximum(0.0, reduce_s - eff.dp_overlap * t_mb * (2.0 / 3.0))
