@@ -87,8 +87,8 @@ def train_command(
     req = build_request(TrainEstimateRequest,
         model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
         dataset_tokens=dataset_tokens, gpu=gpu, gpus=gpus, precision=precision, seq_len=seq_len,
-        sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, recompute=recompute,
-        zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
+        sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
+        recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
         flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers)
     est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)

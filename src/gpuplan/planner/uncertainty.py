@@ -156,11 +156,11 @@ class Spread:
 
 def ranking_time_factor(estimator_sigma: float, gpu_id: str, network_basis: str, multi_node) -> np.ndarray:
     """Wall time at the ranking quantile over the expected wall time, for one offer class at each node
-    count (`multi_node`: per count): the time part of the spread (estimator, vendor efficiency, network)."""
+    count (`multi_node`: per count): the time part of its Spread (estimator, vendor efficiency, network)."""
     vendor = vendor_band(gpu_id, "training").sigma
-    multi = np.asarray(multi_node, dtype=bool)
-    net = np.where(multi, network_sigma(network_basis, True), 0.0)
-    return np.exp(ranking_z() * np.sqrt(estimator_sigma ** 2 + vendor ** 2 + net ** 2))
+    one, many = (Spread(estimator=estimator_sigma, vendor=vendor, network=network_sigma(network_basis, m),
+                        price=0.0).time for m in (False, True))
+    return np.exp(ranking_z() * np.where(np.asarray(multi_node, dtype=bool), many, one))
 
 
 def ranking_cost(compute_usd, other_usd, cost_sigma):
