@@ -330,3 +330,14 @@ def test_without_a_deadline_plans_in_time_at_the_ranking_quantile_come_first(bas
     assert all(late[first_late:]), "a plan in time at p75 ranks below one that is late at p75"
     # Among them, a plan late at p75 though in time on average: it exists, and it is not first.
     assert any(p.wall_hours <= 30 * 24 and _p75_wall_h(p) > 30 * 24 for p in baseline.plans)
+
+
+def test_packed_examples_make_a_long_sequence_fine_tune_cheaper_and_are_stated(catalog):
+    base = dict(model="llama-3.1-8b", method="lora", tokens=2e9, seq_len=8192, limit=3)
+    doc = plan_training(TrainPlanRequest(**base), catalog)
+    packed = plan_training(TrainPlanRequest(**base, sample_len=600), catalog)
+    assert packed.summary["sample_len"] == 600 and "sample_len" not in doc.summary
+    assert packed.summary["training_flops"] < doc.summary["training_flops"]
+    assert packed.plans[0].rank_cost_usd < doc.plans[0].rank_cost_usd
+    with pytest.raises(Exception, match="sample_len"):
+        plan_training(TrainPlanRequest(**{**base, "sample_len": 9000}), catalog)

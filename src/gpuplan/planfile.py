@@ -199,6 +199,7 @@ def _check_summary(s: Any) -> None:
     if not isinstance(s, dict):
         raise _Invalid("summary must be an object")
     _num(s.get("seq_len"), "summary.seq_len", 1, MAX_SEQ_LEN, integer=True, optional=True)
+    _num(s.get("sample_len"), "summary.sample_len", 1, MAX_SEQ_LEN, integer=True, optional=True)
     _num(s.get("tokens"), "summary.tokens", 0, MAX_TOKENS, strict_lo=True, optional=True)
     _num(s.get("global_batch"), "summary.global_batch", 1, 1e9, optional=True)
     _num(s.get("global_batch_tokens"), "summary.global_batch_tokens", 1, 1e13, optional=True)

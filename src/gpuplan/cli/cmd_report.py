@@ -22,7 +22,7 @@ from gpuplan.cli.cmd_plan import (
 from gpuplan.cli.options import (
     ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, KindsOpt,
     LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt, ProvidersOpt,
-    RegionsOpt, constraints_from_options,
+    RegionsOpt, SampleLenOpt, constraints_from_options,
 )
 
 report_app = typer.Typer(
@@ -100,8 +100,8 @@ def report_train(
     model: ModelOpt = None, params: ParamsOpt = None, active_params: ActiveParamsOpt = None,
     tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
     method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
-    seq_len: SeqLenOpt = 4096, global_batch: GlobalBatchOpt = None, goodput: GoodputOpt = None,
-    dataset_gb: DatasetGbOpt = 0.0,
+    seq_len: SeqLenOpt = 4096, sample_len: SampleLenOpt = None, global_batch: GlobalBatchOpt = None,
+    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0,
     budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
@@ -118,7 +118,8 @@ def report_train(
                                            no_spot, min_confidence, max_price_age, allow_decentralized,
                                            allow_unclustered=allow_unclustered, max_wall=max_wall)
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
-                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows)
+                         precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows,
+                         sample_len=sample_len)
     catalog = Catalog.load(db)
     _emit(plan_training(req, catalog), req, catalog, out, fmt)
 

@@ -128,7 +128,8 @@ def prose(text: str) -> str:
 # Request fields a reader of the report does not need (work limits, seeds, the row mode).
 _QUIET = {"limit", "seed", "all_rows"}
 _NAMES = {"tokens": "training tokens", "params": "parameters", "active_params": "active parameters",
-          "seq_len": "sequence length", "global_batch": "global batch (sequences)", "dataset_gb": "dataset stored (GB)",
+          "seq_len": "sequence length", "sample_len": "packed example length (tokens)",
+          "global_batch": "global batch (sequences)", "dataset_gb": "dataset stored (GB)",
           "requests_per_s": "requests per second", "tokens_per_month": "tokens per month",
           "input_len": "input tokens per request", "output_len": "output tokens per request",
           "horizon_months": "horizon (months)", "max_ttft_ms": "max TTFT (ms)", "max_tpot_ms": "max TPOT (ms)",
