@@ -423,3 +423,18 @@ def test_no_calibration_lifts_training_past_the_efficiency_ceiling(cli, tmp_path
                          "--gpus", "64", "--json")
     assert code == 0, err
     assert json.loads(out)["mfu"] <= ETA_CEILING
+
+
+def test_packed_training_rows_predict_with_their_example_length(cli, tmp_path, config_dir):
+    """A run of packed SFT examples (sample_len) is predicted with attention inside each example, so its predicted
+    speed is higher than the same row without packing; a sample_len past seq_len is one line, nothing written."""
+    header = "kind,model,gpu,n_gpus,tp,pp,micro_batch,global_batch,seq_len,method,precision,step_time_s,sample_len"
+    row = "train,llama-3.2-1b,H100-SXM,1,1,1,1,4,8192,lora,bf16,0.5,{}"
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([header, row.format(""), row.format(512)]) + "\n", encoding="utf-8")
+    plain, packed = cal.read_runs(path)
+    assert packed.args["sample_len"] == 512 and plain.args["sample_len"] is None
+    assert cal.predict(packed) > 1.1 * cal.predict(plain)
+    path.write_text("\n".join([header, row.format(9000)]) + "\n", encoding="utf-8")
+    code, out, err = cli("calibrate", path, "--name", "bad")
+    assert "sample_len" in _one_line_error(code, out, err) and not config_dir.exists()

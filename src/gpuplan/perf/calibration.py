@@ -16,7 +16,8 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
                  optional: gpus_per_node (8), dp (checked against n_gpus / (tp x pp x cp)), cp (1),
                  ep (1), vp, method (full | lora | qlora; full), precision (bf16), recompute
                  (none | selective | full; searched when empty), zero (0-3; searched when empty),
-                 lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU)
+                 lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU),
+                 sample_len (mean example length when short examples are packed; <= seq_len)
     kind=serve   model, gpu, tp, input_len, output_len, output_tokens_per_s (all replicas);
                  optional: precision (bf16), kv_precision, engine (vllm | sglang | trtllm; vllm),
                  concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp)
@@ -540,6 +541,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     if targets not in ("all", "attention"):
         raise _RowError(f"{where}: lora_targets {targets!r}: use all or attention")
     fabric = _fabric(_cell(row, "fabric"), where)
+    sample = _pos(row, "sample_len", where, integer=True, upper=seq) if _cell(row, "sample_len") else None
     step = _pos(row, "step_time_s", where, default=0.0, upper=1e7) if _cell(row, "step_time_s") else None
     tps = _pos(row, "tokens_per_s", where, default=0.0) if _cell(row, "tokens_per_s") else None
     if step is None and tps is None:
@@ -550,7 +552,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
                         f"{speed:,.0f} tokens/s, tokens_per_s {tps:,.0f})")
     args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
-                global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets)
+                global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample)
     label = f"{spec.name} {method} {precision} on {n} x {gpu.id} (TP{tp} PP{pp} DP{dp}, mb {mb}, seq {seq})"
     return Run(line, "train", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
 
@@ -680,7 +682,7 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
             tokens = max(1e9, 10.0 * a["global_batch"] * a["seq_len"])
             wl = make_workload(kind=kind, method=a["method"], tokens=tokens, seq_len=a["seq_len"],
                                global_batch=a["global_batch"], precision=a["precision"], lora_rank=a["lora_rank"],
-                               lora_targets=a["lora_targets"])
+                               lora_targets=a["lora_targets"], sample_len=a.get("sample_len"))
             est = estimate_training(run.model, wl, run.gpu, a["n_gpus"], tp=a["tp"], pp=a["pp"], dp=a["dp"],
                                     cp=a["cp"], ep=a["ep"], vp=a["vp"], micro_batch=a["micro_batch"],
                                     recompute=a["recompute"], zero=a["zero"], gpus_per_node=a["gpus_per_node"],
