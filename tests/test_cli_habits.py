@@ -74,8 +74,8 @@ def test_help_documents_exit_codes_and_completion(cli):
 
 
 def test_show_completion_prints_a_script(cli):
-    code, out, _ = cli("--show-completion", "bash")
-    assert code == 0 and "_GPUPLAN_COMPLETE" in out.upper()
+    code, out, err = cli("--show-completion", "bash")
+    assert code == 0 and "_GPUPLAN_COMPLETE" in out.upper(), (code, out[-300:], err[-300:])
 
 
 def test_usage_error_is_exit_2(cli):

@@ -54,8 +54,6 @@ def _emit(result, request, catalog, out: str, fmt: str, source: str = "") -> Non
     from gpuplan.files import is_stdout
     from gpuplan.report import build_report, write_report
 
-    import typer
-
     text = build_report(result, request, catalog, fmt, source=source)
     if is_stdout(out):
         sys.stdout.write(text)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from gpuplan.catalog.records import STALE_AFTER_DAYS
 from gpuplan.errors import UsageError
 from gpuplan.units import HOURS_PER_MONTH
 
@@ -209,7 +210,7 @@ def own_vs_rent(
     caveats = []
     if ops == 0:
         caveats.append(d["ops_note"])
-    if p_age is not None and p_age > _stale_days():
+    if p_age is not None and p_age > STALE_AFTER_DAYS:
         caveats.append(f"the default {gpu_id} purchase price is {p_age} days old (as of {p_date.isoformat()}); "
                        "pass --purchase-usd with a current quote")
     caveats.append("owned capacity cannot shrink off-peak; rented capacity can, so compare at the utilisation you would really sustain")
@@ -220,7 +221,8 @@ def own_vs_rent(
         gpu=gpu_id, purchase_usd=purchase, capex_usd=capex, capex_usd_per_hour=cap_h, power_usd_per_hour=pow_h,
         colocation_usd_per_hour=colo_h, ops_usd_per_hour=ops, purchase_source=p_source,
         purchase_as_of=p_date.isoformat() if p_date else None, purchase_age_days=p_age,
-        purchase_as_of_note=None if purchase_given else str(d["purchase_usd"][gpu_id].get("as_of") or "undated"), owned_usd_per_hour=fixed_h, owned_usd_per_gpu_hour=owned_useful,
+        purchase_as_of_note=None if purchase_given else str(d["purchase_usd"][gpu_id].get("as_of") or "undated"),
+        owned_usd_per_hour=fixed_h, owned_usd_per_gpu_hour=owned_useful,
         owned_usd_per_gpu_hour_by_method={m: (v + pow_h + colo_h + ops) / util for m, v in by_method.items()},
         utilization=util, life_years=life, depreciation=method, comparisons=comparisons,
         cheapest_rent=min(comparisons, key=lambda c: c.rent_usd_per_gpu_hour) if comparisons else None,
@@ -241,12 +243,6 @@ def own_vs_rent(
                                                                                    else d["interest_rate_source"])}},
         caveats=caveats,
     )
-
-
-def _stale_days() -> int:
-    from gpuplan.catalog.records import STALE_AFTER_DAYS
-
-    return STALE_AFTER_DAYS
 
 
 def _rent_items(rents: list[float] | dict[str, float]) -> list[tuple[str, float]]:

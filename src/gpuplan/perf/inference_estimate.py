@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field
 from gpuplan.errors import UsageError
 from gpuplan.perf import inference_memory as mem
 from gpuplan.perf.calibration import calibration_entry
-from gpuplan.perf.engines import Efficiency, Engine, engine_factor, fitted_efficiency, interconnect, resolve_engine
+from gpuplan.perf.engines import (Efficiency, Engine, all_engines, engine_factor, fitted_efficiency, interconnect,
+                                   resolve_engine)
 from gpuplan.perf.inference_precision import (KV_BYTES, WeightFormat, check_gpu_runs, kv_format, serving_weight_format,
                                               weight_format)
 from gpuplan.perf.inference_timing import StepModel
@@ -146,13 +147,7 @@ def check_context(model, input_len: int, output_len: int) -> None:
 def serving_engines(gpu, precision: str) -> list[str]:
     """Engines that serve `precision` weights on `gpu`: the planner's check (catalog.capabilities.resolve_serving)
     for the continuous-batching engines; the static-batch one (Optimum-Habana) runs on Intel Gaudi (HPU) only."""
-    return [e.key for e in _all_engines().values() if _engine_refusal(gpu, e, precision) is None]
-
-
-def _all_engines():
-    from gpuplan.perf.engines import all_engines
-
-    return all_engines()
+    return [e.key for e in all_engines().values() if _engine_refusal(gpu, e, precision) is None]
 
 
 def _engine_refusal(g, eng: Engine, precision: str) -> str | None:

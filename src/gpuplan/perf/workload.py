@@ -107,7 +107,7 @@ class TrainingWorkload(BaseModel):
     @property
     def attention_len(self) -> int:
         """Tokens a sequence's attention spans: the packed example's length, else the whole sequence."""
-        return min(self.sample_len, self.seq_len) if self.sample_len else self.seq_len
+        return self.sample_len or self.seq_len  # checked above: sample_len <= seq_len
 
     @property
     def total_tokens(self) -> float:
