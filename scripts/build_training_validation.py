@@ -570,6 +570,118 @@ FULL_RUNS = [
                 "discussion #481): 12 layers, 768 wide, 12 heads, 10B FineWeb tokens, one 8X A100 80GB SXM node, "
                 "~90 minutes, 0.5M-token batches of 1024-token sequences",
          notes="GPU-hours derived 8 x 1.5 h (wall clock, '~90 minutes'); inside one node"),
+    # Llama 2 7B/13B/70B: same table as the Llama-2-34B row of ../shared (source id "llama2-2023").
+    *[dict(name=f"Llama-2-{size}", model_ref=f"llama-2-{size.lower()}", tokens=2.0e12, gpu_id="A100-80GB-SXM",
+           gpu_hours=hours, seq_len=4096, global_batch=1024, precision="bf16", source_id="llama2-2023",
+           source_date="2023-07",
+           source=f"FULL RUN. Touvron et al. 2023 Llama 2 (arXiv 2307.09288) Table 2 (CO2 table: GPU-hours, A100-80GB) "
+                  f"and Table 1 (2.0T tokens, 4k context, global batch 4M tokens); same table in meta-llama/llama "
+                  f"MODEL_CARD.md: Llama 2 {size} {hours:,} GPU hours",
+           notes="GPU count and wall time not reported (planner default); global_batch = 4M tokens / 4096; bf16 "
+                 "assumed (as the Llama-2-34B row); 200 Gb/s per GPU between nodes (Meta's clusters per the paper, "
+                 "as the Llama-2-34B row)", inter_node_gbps=A100_HDR)
+      for size, hours in (("7B", 184320), ("13B", 368640), ("70B", 1720320))],
+    dict(name="BLOOM-176B", model_ref="bloom-176b", tokens=366e9, gpu_id="A100-80GB-SXM", gpu_hours=1082990,
+         gpu_count=384, seq_len=2048, global_batch=2048, precision="bf16", source_id="bloom-2022",
+         source_date="2022-11",
+         source="FULL RUN. BigScience 2022 BLOOM (arXiv 2211.05100) Sec 3.4-3.5: 1,082,990 compute hours on 48 nodes "
+                "of 8 A100 80GB (384 GPUs), ~3.5 months, 366B tokens (also GENCI press release: 1,082,990 hours on "
+                "48 Jean Zay nodes); layout from bigscience-workshop/bigscience train/tr11-176B-ml/README.md: TP4 "
+                "PP12 DP8, seq 2048, GBS 2048 after a ramp from 192, bf16, DeepSpeed activation checkpointing",
+         notes="wall clock (restarts, evals and the GBS ramp inside the hours); the last days ran on 24 of the 48 "
+               "nodes; Jean Zay has 4 x 100 Gb/s Omni-Path per 8-GPU node: 50 Gb/s per GPU between nodes; the paper "
+               "PDF itself was read only through quotations of Sec 3.4.1", inter_node_gbps=AWS_P4D),
+    dict(name="StarCoderBase-15.5B", model_ref="starcoderbase-15.5b", tokens=1.0e12, gpu_id="A100-80GB-SXM",
+         gpu_hours=512 * 24 * 24, gpu_count=512, seq_len=8192, global_batch=512, precision="bf16",
+         source_id="starcoder-2023", source_date="2023-05",
+         source="FULL RUN. BigCode 2023 StarCoder model card (bigcode/starcoder, Training): 250k pretraining steps, "
+                "1 trillion tokens, bfloat16, 512 Tesla A100, training time 24 days; Li et al. 2023 StarCoder "
+                "(arXiv 2305.06161): 512 A100 80GB on 64 nodes, TP4 PP4 DP32, MBS 1, GBS 512 (4M tokens)",
+         notes="GPU-hours derived 512 x 24 d x 24 h (wall clock, '24 days' rounded); A100 80GB from the paper; "
+               "fabric not stated: 200 Gb/s per GPU assumed (A100-generation HDR)", inter_node_gbps=A100_HDR),
+    dict(name="MPT-7B", model_ref="shape:mpt-7b,32,4096,32,16384,50432,tied", tokens=1.0e12, gpu_id="A100-40GB-SXM",
+         gpu_hours=440 * 9.5 * 24, gpu_count=440, seq_len=2048, global_batch=1760, precision="bf16",
+         source_id="mpt7b-card-2023", source_date="2023-05",
+         source="FULL RUN. MosaicML 2023 MPT-7B model card (huggingface.co/mosaicml/mpt-7b), Training Configuration: "
+                "440 A100-40GBs for about 9.5 days, FSDP, LION; 1T tokens with batch size 1760 and sequence length "
+                "2048; 32 layers, d_model 4096, 32 heads, vocab 50432, 6.7B parameters",
+         notes="GPU-hours derived 440 x 9.5 d x 24 h (wall clock, 'about 9.5 days'); bf16 assumed (not stated for "
+               "training); FFN 4 x d_model and tied embeddings as the llm-foundry MPT rows (6.65B, card: 6.7B); fabric "
+               "not stated: 200 Gb/s per GPU assumed (A100-generation HDR)", inter_node_gbps=A100_HDR),
+    dict(name="Phi-3-mini (3.3T)", model_ref="phi-3-mini", tokens=3.3e12, gpu_id="H100-SXM", gpu_hours=512 * 7 * 24,
+         gpu_count=512, seq_len=4096, precision="bf16", source_id="phi3-mini-card-2024", source_date="2024-04",
+         source="FULL RUN. Microsoft 2024 Phi-3-mini-128K-instruct model card (first release, Training/Model): "
+                "3.8B dense, GPUs 512 H100-80G, training time 7 days, training data 3.3T tokens, trained between "
+                "February and April 2024",
+         notes="GPU-hours derived 512 x 7 d x 24 h (wall clock); the card's time is for the instruct model (SFT and "
+               "DPO inside, small next to 3.3T tokens); seq_len 4096 and bf16 assumed; H100 SXM assumed "
+               "('H100-80G'); the June 2024 update (4.9T tokens, 10 days) is a different run, not used"),
+    dict(name="Phi-3.5-mini", model_ref="phi-3-mini", tokens=3.4e12, gpu_id="H100-SXM", gpu_hours=512 * 10 * 24,
+         gpu_count=512, seq_len=4096, precision="bf16", source_id="phi35-mini-card-2024", source_date="2024-08",
+         source="FULL RUN. Microsoft 2024 Phi-3.5-mini-instruct model card (Training/Model): 3.8B dense, same "
+                "tokenizer as Phi-3 Mini, GPUs 512 H100-80G, training time 10 days, training data 3.4T tokens, "
+                "trained between June and August 2024",
+         notes="GPU-hours derived 512 x 10 d x 24 h (wall clock, instruct model); Phi-3-mini shape (same "
+               "architecture, 128K context by extension); seq_len 4096 and bf16 assumed; H100 SXM assumed"),
+    dict(name="Phi-3.5-MoE", model_ref="phi-3.5-moe", tokens=4.9e12, gpu_id="H100-SXM", gpu_hours=512 * 23 * 24,
+         gpu_count=512, seq_len=4096, precision="bf16", source_id="phi35-moe-card-2024", source_date="2024-08",
+         source="FULL RUN. Microsoft 2024 Phi-3.5-MoE-instruct model card (Training/Model): 16x3.8B, 6.6B active "
+                "with 2 experts, GPUs 512 H100-80G, training time 23 days, training data 4.9T tokens, trained "
+                "between April and August 2024",
+         notes="GPU-hours derived 512 x 23 d x 24 h (wall clock, instruct model); seq_len 4096 and bf16 assumed; "
+               "H100 SXM assumed"),
+    dict(name="Phi-3-medium", model_ref="", total_params=14e9, tokens=4.8e12, gpu_id="H100-SXM",
+         gpu_hours=512 * 42 * 24, gpu_count=512, seq_len=4096, precision="bf16", source_id="phi3-medium-card-2024",
+         source_date="2024-05",
+         source="FULL RUN. Microsoft 2024 Phi-3-Medium-4K-Instruct model card (Training/Model): 14B dense, context "
+                "4K tokens, GPUs 512 H100-80G, training time 42 days, training data 4.8T tokens, trained between "
+                "February and April 2024, weights released May 21 2024",
+         notes="GPU-hours derived 512 x 42 d x 24 h (wall clock, instruct model); model from parameter count (14B, no "
+               "preset); seq_len = the card's 4K context; bf16 assumed; H100 SXM assumed"),
+    dict(name="GRIN-MoE", model_ref="phi-3.5-moe", tokens=4.0e12, gpu_id="H100-SXM", gpu_hours=512 * 18 * 24,
+         gpu_count=512, seq_len=4096, precision="bf16", source_id="grin-moe-2024", source_date="2024-09",
+         source="FULL RUN. Microsoft 2024 GRIN MoE model card (microsoft/GRIN-MoE README, Training/Model): 16x3.8B, "
+                "6.6B active with 2 experts, vocab 32,064, context 4K, GPUs 512 H100-80G, training time 18 days, "
+                "training data 4.0T tokens, released Sep 2024; trained with neither expert parallelism nor token "
+                "dropping",
+         notes="GPU-hours derived 512 x 18 d x 24 h (wall clock, instruct model); Phi-3.5-MoE shape assumed (same "
+               "16x3.8B / 6.6B active / vocab 32,064 in the card; no GRIN config read); seq_len = the card's 4K "
+               "context; bf16 assumed; H100 SXM assumed; the layout search may pick EP > 1, which GRIN did not use"),
+    dict(name="Phi-4", model_ref="phi-4", tokens=9.8e12, gpu_id="H100-SXM", gpu_hours=1920 * 21 * 24,
+         gpu_count=1920, seq_len=4096, precision="bf16", source_id="phi4-card-2024", source_date="2024-12",
+         source="FULL RUN. Microsoft Research 2024 phi-4 model card (huggingface.co/microsoft/phi-4, Model Summary): "
+                "14B dense, context 16K, GPUs 1920 H100-80G, training time 21 days, training data 9.8T tokens, "
+                "October-November 2024 (Abdin et al. 2024, arXiv 2412.08905)",
+         notes="GPU-hours derived 1920 x 21 d x 24 h (wall clock, includes post-training); seq_len 4096 assumed "
+               "(the 16K context is reached late in training), bf16 assumed; H100 SXM assumed"),
+    dict(name="Phi-4-mini", model_ref="phi-4-mini", tokens=5e12, gpu_id="A100-80GB-SXM", gpu_hours=512 * 21 * 24,
+         gpu_count=512, seq_len=4096, precision="bf16", source_id="phi4-mini-card-2025", source_date="2025-02",
+         source="FULL RUN. Microsoft 2025 Phi-4-mini-instruct model card (Training/Model): 3.8B dense, 200K vocab, "
+                "GQA, tied embeddings, GPUs 512 A100-80G, training time 21 days, training data 5T tokens, trained "
+                "between November and December 2024",
+         notes="GPU-hours derived 512 x 21 d x 24 h (wall clock, instruct model); seq_len 4096 and bf16 assumed; "
+               "A100 SXM assumed; fabric not stated: 200 Gb/s per GPU assumed (A100-generation HDR)",
+         inter_node_gbps=A100_HDR),
+    dict(name="Falcon-180B", model_ref="falcon-180b", tokens=3.5e12, gpu_id="A100-40GB-SXM", gpu_hours=7.0e6,
+         gpu_count=4096, seq_len=2048, global_batch=2048, precision="bf16", source_id="falcon180b-2023",
+         source_date="2023-09",
+         source="FULL RUN. Hugging Face 2023 'Spread Your Wings: Falcon 180B is here' (huggingface/blog falcon-180b.md): "
+                "3.5 trillion tokens on up to 4096 GPUs, Amazon SageMaker, ~7,000,000 GPU hours; tiiuae/falcon-180B "
+                "model card: up to 4,096 A100 40GB (P4d), TP8 PP8 DP64 with ZeRO, bfloat16, batch 2048 (100B-token "
+                "ramp-up), seq 2048 (Almazrouei et al. 2023, arXiv 2311.16867)",
+         notes="'~7,000,000' is rounded; 'up to 4,096' GPUs: 4096 used as the count; AWS P4d has 400 Gb/s per "
+               "8-GPU node: 50 Gb/s per GPU between nodes", inter_node_gbps=AWS_P4D),
+    dict(name="StableLM-3B-4E1T", model_ref="shape:stablelm-3b-4e1t,32,2560,32,6912,50304,gated", tokens=4.0e12,
+         gpu_id="A100-40GB-SXM", gpu_hours=256 * 30 * 24, gpu_count=256, seq_len=4096, global_batch=1024,
+         precision="bf16", source_id="stablelm3b-card-2023", source_date="2023-09",
+         source="FULL RUN. Stability AI 2023 StableLM-3B-4E1T model card (stabilityai/stablelm-3b-4e1t): 1T tokens "
+                "for 4 epochs, bfloat16, 256 NVIDIA A100 40GB (AWS P4d), began August 23 2023, approximately 30 "
+                "days; Stability-AI/StableLM configs/stablelm-3b-4e1t.yml: 32 layers, hidden 2560, 32 heads, seq "
+                "4096, SwiGLU, untied, micro batch 4, 955,000 iterations ~ 4.0T tokens at 4M-token batches",
+         notes="GPU-hours derived 256 x 30 d x 24 h (wall clock, 'approximately 30 days'); FFN 6912 and vocab "
+               "50304 reproduce the card's 2,795,443,200 parameters exactly; global_batch = 256 GPUs x 4; the "
+               "config checkpoints activations; source_date from the training dates (card undated); AWS P4d: 50 Gb/s "
+               "per GPU between nodes", inter_node_gbps=AWS_P4D),
 ]
 
 
@@ -790,7 +902,7 @@ def full_rows() -> list[dict]:
     for d in FULL_RUNS:
         d = dict(d)
         hb = d.pop("hours_basis", "wall")
-        out.append(_base(row_type="FULL", hours_basis=hb, inter_node_gbps=H100_NDR,
+        out.append(_base(row_type="FULL", hours_basis=hb, inter_node_gbps=d.pop("inter_node_gbps", H100_NDR),
                          global_batch=d.pop("global_batch", ""), gpu_count=d.pop("gpu_count", ""),
                          source_gpu=d["gpu_id"], **d))
     return out

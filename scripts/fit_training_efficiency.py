@@ -19,7 +19,10 @@ one benchmark table do not drown the others:
   micro-batch's compute, and what exceeds that compute is exposed as well);
 - moe_imbalance: busiest expert-parallel rank over the mean;
 - moe_layer_overhead_us: fixed time per MoE layer and micro-batch in dropless MoE (the host sync on
-  per-expert token counts, router/permute kernels); rows marked token-dropping (static capacity) skip it.
+  per-expert token counts, router/permute kernels); rows marked token-dropping (static capacity) skip it, and so
+  do rack-scale NVLink domains (NVL72: NVIDIA's recipes there are sync-free and CUDA-graphed);
+- moe_expert_overhead_us: fixed time per local expert, MoE layer and micro-batch (one GEMM and one FP8
+  quantisation per expert in the grouped GEMM).
 
 Goodput parameters (goodput_base, lost_h_per_failure) are then fitted to the FULL RUN rows
 (whole-run GPU-hours), given the compute fit. Loss: mean absolute log error. Rows whose GPU
@@ -53,6 +56,7 @@ COMPUTE_PARAMS = {
     "cp_exposed": (0.0, 1.0, 0.3),
     "moe_imbalance": (1.0, 1.6, 1.15),
     "moe_layer_overhead_us": (0.0, 10000.0, 300.0),
+    "moe_expert_overhead_us": (0.0, 1000.0, 50.0),
 }
 
 
@@ -120,7 +124,8 @@ def main(argv: list[str]) -> int:
                  "layer_overhead_us per layer and "
                  "micro-batch; tp/cp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
                  "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; moe_layer_overhead_us: per MoE layer and micro-batch in dropless MoE "
-                 "(token-dropping runs skip it); goodput(n) = "
+                 "(token-dropping runs and NVL72 racks skip it); moe_expert_overhead_us: per local expert, MoE layer "
+                 "and micro-batch; goodput(n) = "
                  "goodput_base / (1 + n * lost_h_per_failure / gpu_h_per_failure). Other parameters are fixed "
                  "defaults (see gpuplan.perf.efficiency)."),
         "source": f"fitted {dt.date.today().isoformat()} on {len(used)} rows",

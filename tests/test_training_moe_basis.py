@@ -200,3 +200,50 @@ def test_all_to_all_hides_behind_compute_only_up_to_it():
     tp1 = _step("deepseek-v3", wl, t=1, p=8, d=16, e=16, gpn=8)
     tp2 = _step("deepseek-v3", wl, t=2, p=8, d=8, e=8, gpn=8)
     assert per_mb(tp2) < per_mb(tp1)
+
+
+def test_local_experts_cost_a_fixed_time_each():
+    """The grouped GEMM runs one GEMM per local expert: with EP=8 a Qwen3-30B GPU holds 16 experts, with EP=16
+    eight, and the fixed cost per micro-batch follows (48 MoE layers x local experts x moe_expert_overhead_us)."""
+    wl = pretraining(1e12, seq_len=4096)
+    eff = default_efficiency()
+    assert eff.moe_expert_overhead_us > 0
+    shape = model_shape(get_preset("qwen3-30b-a3b"))
+
+    def fixed_per_mb(e, d):
+        on = _step_with(eff, "qwen3-30b-a3b", wl, d=d, e=e)
+        off = _step_with(eff.with_params(moe_expert_overhead_us=0.0), "qwen3-30b-a3b", wl, d=d, e=e)
+        return (float(on["compute"]) - float(off["compute"])) / float(on["micro_batches"])
+
+    ep8, ep16 = fixed_per_mb(8, 8), fixed_per_mb(16, 16)
+    per_expert = shape.n_moe_layers * eff.moe_expert_overhead_us * 1e-6
+    assert ep8 == pytest.approx(16 * per_expert, rel=1e-6)
+    assert ep16 == pytest.approx(8 * per_expert, rel=1e-6)
+
+
+def _step_with(eff, preset, wl, gpu="H100", *, t=1, p=1, d=8, c=1, e=1, b=1, rc=0, z=1, v=1, gpn=8, inter=50e9):
+    from gpuplan.catalog.gpus import get_gpu
+
+    shape = model_shape(get_preset(preset))
+    feats = _select(gpu_features([get_gpu(gpu)], wl.precision, gpn, eff), 0)
+    return step_time_s(shape, wl, feats, eff, t, p, d, c, e, b, rc, z, v, d * b * 4, gpn, inter)
+
+
+def test_rack_scale_nvlink_skips_the_per_layer_moe_host_overhead():
+    """NVIDIA's NVL72 MoE recipes are sync-free (HybridEP) and CUDA-graph the router: a GB200 NVL72 domain pays no
+    `moe_layer_overhead_us`; the same chip in 8-GPU nodes (B200) does. Dense models are unaffected."""
+    from gpuplan.perf.training_time import RACK_SCALE_MIN_GPUS
+
+    wl = pretraining(1e12, seq_len=4096)
+    eff = default_efficiency()
+    assert eff.moe_layer_overhead_us > 0
+    for gpu, gpn, pays in (("B200", 8, True), ("GB200", 4, False)):
+        on = _step_with(eff, "qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn)
+        off = _step_with(eff.with_params(moe_layer_overhead_us=0.0), "qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn)
+        gap = (float(on["compute"]) - float(off["compute"])) / float(on["micro_batches"])
+        expected = 48 * eff.moe_layer_overhead_us * 1e-6 if pays else 0.0
+        assert gap == pytest.approx(expected, abs=1e-12), gpu
+    from gpuplan.catalog.gpus import get_gpu
+    from gpuplan.perf.training_time import nvlink_domain
+
+    assert nvlink_domain(get_gpu("GB200"), 4) > RACK_SCALE_MIN_GPUS >= nvlink_domain(get_gpu("B200"), 8)

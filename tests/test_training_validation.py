@@ -289,7 +289,8 @@ def test_every_fitted_parameter_acts_on_prepared_rows():
     preps = [p for p in prepare_all(eff) if p.kind == "THROUGHPUT"]
     base = np.array([steady_state(p, eff)[0] for p in preps])
     blackwell = np.array([p.gpu.id in ("B200", "B300", "GB200", "GB300") for p in preps])
-    for name in ("attn_blackwell", "attn_ratio", "m_half", "ep_exposed", "moe_layer_overhead_us", "h_half"):
+    for name in ("attn_blackwell", "attn_ratio", "m_half", "ep_exposed", "moe_layer_overhead_us", "moe_expert_overhead_us",
+                 "h_half"):
         moved = np.array([steady_state(p, eff.with_params(**{name: getattr(eff, name) * 1.3 + 0.1}))[0]
                           for p in preps])
         assert np.any(np.abs(moved / base - 1) > 1e-3), name

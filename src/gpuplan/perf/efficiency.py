@@ -15,8 +15,9 @@ own (doubled) peak. A variant that scaled the small-layer term with the GPU's FL
 The time model (training_time.py) adds a few physics parameters, fitted per regime by
 scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed; routed experts see
 b·s·k·e/E rows), `attn_ratio` (attention kernels vs GEMMs), `layer_overhead_us` and
-`moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_imbalance` (busiest expert
-rank / mean) and the exposed shares of the TP, EP all-to-all and CP ring communication.
+`moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_expert_overhead_us` (the same
+per local expert), `moe_imbalance` (busiest expert rank / mean) and the exposed shares of the TP, EP
+all-to-all and CP ring communication.
 
 Goodput (productive share of wall time over a whole run): restarts after failures cost
 `lost_h_per_failure` hours each, and the cluster fails every `gpu_h_per_failure / n_gpus` hours
@@ -40,7 +41,7 @@ EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
 REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed",
-                       "layer_overhead_us", "moe_layer_overhead_us")
+                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class TrainingEfficiency:
     # Extra fixed time per MoE layer and micro-batch (router/permute kernels, the host sync for the
     # all-to-all split sizes): what keeps small-active MoE models at low MFU at small micro-batches.
     moe_layer_overhead_us: float = 300.0
+    # Fixed time per local expert, MoE layer and micro-batch: the grouped GEMM launches one GEMM (and in FP8 one
+    # quantisation) per expert on this GPU, forward and backward, so 16-32 local experts cost more than 2-4.
+    moe_expert_overhead_us: float = 50.0
     goodput_base: float = 0.90
     lost_h_per_failure: float = 0.3
     gpu_h_per_failure: float = 5.0e4

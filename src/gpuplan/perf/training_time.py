@@ -52,10 +52,12 @@ QLORA_DEQUANT_BYTES_PER_PARAM = 4.5
 MOE_PERMUTE_BYTES_PER_DIM = 24.0
 # Router logits, softmax and top-k in fp32 (read + write, forward and backward) per expert.
 MOE_ROUTER_BYTES_PER_EXPERT = 24.0
-# Bytes per token per unit of a linear layer's (in + out) width for fp8/fp4 dynamic scaling:
-# amax read (2) + cast read (2) + low-precision write (1) = 5, once for the input (forward) and once
-# for the output gradient (backward). Fused casts (TransformerEngine) move less; this is unfused.
-LOWP_CAST_BYTES_PER_DIM = 5.0
+# Bytes per token per unit of a linear layer's (in + out) width for fp8/fp4 casts, once for the input
+# (forward) and once for the output gradient (backward). TransformerEngine fuses the cast into the kernel
+# that produces the tensor (LayerNorm, activation, cast_transpose), so what remains is writing the 8-bit
+# copy (1) and its transpose for the weight gradient (1), plus the scale/amax pass of current or block
+# scaling amortised (0.5). An unfused cast would move 5 (amax read 2 + cast read 2 + write 1).
+LOWP_CAST_BYTES_PER_DIM = 2.5
 INFINIBAND_GBPS = 400.0  # per GPU, NDR rail-optimised (the common H100 cluster)
 ETHERNET_GBPS = 100.0
 FABRICS = {"infiniband": INFINIBAND_GBPS, "ib": INFINIBAND_GBPS, "ethernet": ETHERNET_GBPS, "eth": ETHERNET_GBPS,
@@ -94,6 +96,13 @@ def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
 # max(intra-node latency, 3 x the ~1 us network post overhead) per Simple-protocol ring step
 # (src/graph/tuning.cc, "inter-node rings still have to launch nsteps * net overhead").
 RING_STEP_NET_US = 3.0
+
+# NVLink domains larger than an 8-GPU node are rack-scale (GB200 / GB300 NVL72). NVIDIA's MoE playbook for them
+# uses the HybridEP dispatcher and CUDA graphs over the router and MoE preprocessing, which removes the per-layer
+# host sync and launch gaps; its H100 / B200 playbooks do not (Megatron-Bridge "MoE Hardware Configuration
+# Reference" and "MoE Dispatcher Selection Guide", docs.nvidia.com/nemo/megatron-bridge, 2026).
+RACK_SCALE_MIN_GPUS = 8
+RACK_SCALE_MOE_DOC = "docs.nvidia.com/nemo/megatron-bridge skills: perf-moe-hardware-configs, perf-moe-dispatcher-selection"
 
 ETA_CEILING = 0.9  # the largest share of the dense peak a step's GEMMs reach (tuned cuBLAS at best ~0.8-0.9)
 
@@ -195,9 +204,17 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         rerun = np.where(rc == 2, 1.0 + recompute_fraction(wl, lps) / 3.0, 1.0)
         t_mb = t_mb + lps * eff.layer_overhead_us * 1e-6 * rerun
         if shape.is_moe:
-            # MoE layers add dozens of small kernels (router, top-k, permute, grouped-GEMM setup) and a
-            # host sync per dispatch (the all-to-all split sizes): a fixed cost per MoE layer and micro-batch.
-            t_mb = t_mb + lps * shape.n_moe_layers / L * eff.moe_layer_overhead_us * 1e-6 * rerun
+            # MoE layers add dozens of small kernels (router, top-k, permute) and a host sync per dispatch
+            # (the all-to-all split sizes): a fixed cost per MoE layer and micro-batch. NVIDIA's NVL72 recipes
+            # remove it (sync-free HybridEP dispatcher, CUDA graphs over the router and preprocessing:
+            # RACK_SCALE_MOE_DOC), so rack-scale NVLink domains do not pay it.
+            moe_fixed = np.where(feats.scaleup_domain > RACK_SCALE_MIN_GPUS, 0.0, eff.moe_layer_overhead_us)
+            # The grouped GEMM runs one GEMM (and, in FP8, one quantisation) per local expert, forward and
+            # backward: a fixed cost per local expert, MoE layer and micro-batch. Few local experts (large EP)
+            # pay little of it; expert parallelism inside an 8-GPU node leaves 16-32 per GPU.
+            local_experts = max(shape.n_experts, 1) / e
+            moe_fixed = moe_fixed + local_experts * eff.moe_expert_overhead_us
+            t_mb = t_mb + lps * shape.n_moe_layers / L * moe_fixed * 1e-6 * rerun
     if wl.method != "full":
         # The adapters' own kernels are memory-bound (rank-r GEMMs): each adapted matrix reads its
         # input and writes its output again, forward and twice backward.

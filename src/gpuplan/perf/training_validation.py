@@ -423,7 +423,7 @@ PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (
                 "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "attn_blackwell": (0.7, 2.5),
                 "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),
-                "moe_layer_overhead_us": (0.0, 10000.0)}
+                "moe_layer_overhead_us": (0.0, 10000.0), "moe_expert_overhead_us": (0.0, 1000.0)}
 MAX_STEPS = 10.0  # a fold's refit moves each parameter at most this many finite-difference steps
 
 
