@@ -10,10 +10,10 @@ cluster's network) come from the `ANNOTATIONS` table below, each with its reason
 column is kept verbatim. Nothing at runtime reads ../shared.
 
 Issue 13 added rows from public tables, each block below with its URL, date and the inputs it does not print:
-NVIDIA Megatron-Bridge performance summaries (NeMo 25.09, 25.11, 26.02: dense and MoE, H100/B200/B300/GB200/GB300,
-BF16/FP8/NVFP4), NeMo 24.07 pre-training and fine-tuning (SFT, LoRA), NeMo long-sequence tables (H100, B200; with
-and without context parallelism), MosaicML LLM Foundry MPT benchmarks (350M-70B, H100, BF16/FP8, 512-65k tokens),
-Intel Gaudi 2 training tables (SynapseAI 1.18, 1.19), the MLPerf Training rows of perf/data/vendor-runs.csv
+NVIDIA Megatron-Bridge performance summaries (NeMo 25.09, 25.11, 26.02, 26.04, 26.06, 26.08: dense and MoE,
+H100/B200/B300/GB200/GB300, BF16/FP8/NVFP4; 26.04-26.08 appended after the other blocks), NeMo 24.07 pre-training
+and fine-tuning (SFT, LoRA), NeMo long-sequence tables (H100, B200; with and without context parallelism),
+MosaicML LLM Foundry MPT benchmarks (350M-70B, H100, BF16/FP8, 512-65k tokens), Intel Gaudi 2 training tables (SynapseAI 1.18, 1.19), the MLPerf Training rows of perf/data/vendor-runs.csv
 (LoRA on NVIDIA, AMD, Gaudi; GPT-3; Llama 3.1 405B) and whole runs with published GPU-hours (Llama 3.2 1B/3B,
 Llama 4 Scout/Maverick, DeepSeek-V3, SmolLM3). Every row gets `source_id` (rows of one paper/table/page share it:
 leave-one-source-out holds them out together), `source_date` and `regime` (gpuplan.perf.error_bands).
@@ -293,7 +293,7 @@ def normalize(row: dict, i: int) -> dict:
 MB = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/main/docs/performance-summary-archive.md"
 MB_MODELS = {"LLAMA3_8B": "llama-3-8b", "LLAMA3_70B": "llama-3-70b", "LLAMA3.1_405B": "llama-3.1-405b",
              "DeepSeekV3": "deepseek-v3", "GPT OSS 120B": "gpt-oss-120b", "Qwen3_30B_a3B": "qwen3-30b-a3b",
-             "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+             "Qwen3_235B_a22B": "qwen3-235b-a22b", "Kimi_K2": "kimi-k2"}
 MB_SYSTEMS = {"DGX-GB300": "GB300", "DGX-GB200": "GB200", "DGX-B300": "B300", "DGX-B200": "B200",
               "DGX-H100": "H100-SXM"}
 MB_NOTE = ("NVIDIA runs on DGX systems (400 Gb/s per GPU between nodes; GB200/GB300 NVL72 racks: up to 64 GPUs "
@@ -387,6 +387,85 @@ LLAMA3.1_405B|DGX-H100|1024|FP8|512|1|8192|0|8|8|2|8|1|302
 DeepSeekV3 (dropless)|DGX-H100|1024|FP8|8192|1|4096|0|2|8|1|4|64|1297
 Qwen3_30B_a3B (tokendrop)|DGX-H100|16|FP8|512|2|4096|0|1|2|1|24|8|10494
 Qwen3_235B_a22B (tokendrop)|DGX-H100|256|FP8|2048|1|4096|0|2|8|1|4|32|1204
+"""
+
+# Newer containers (Megatron-Bridge snapshot of 2026-08-22, commit 067f987df0): 26.04 and 26.06 from the archive page,
+# 26.08 from the current page (MB_CURRENT). Same columns as MB_2602, pre-training tables only; the point releases
+# (26.02.01, 26.04.01, 26.06.01) re-measure the same configurations and are not used. Left out: Nemotron_3_* (hybrid
+# Mamba, no model preset), DeepSeekV4 Flash (no preset), the 26.06 SFT and LoRA tables for LLAMA3_70B (dataset,
+# packing and adapter settings not printed; this parser reads pre-training rows only). The 26.06 and 26.08 tables
+# have no FSDP column: 0 (DDP) is written there (assumed; the same layouts in 26.04, which prints the column, all
+# show FSDP 0). None of the three prints a GA column; the Model TFLOP/s column is not read.
+MB_CURRENT = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/main/docs/performance-summary.md"
+# 26.04 container (archive page; FSDP column printed)
+MB_2604 = """
+LLAMA3_70B|DGX-GB300|64|NVFP4|256|1|8192|0|1|4|1|5|n/a|7397
+LLAMA3_70B|DGX-GB200|64|NVFP4|256|1|8192|0|2|4|1|5|n/a|4898
+LLAMA3_70B|DGX-GB300|64|MXFP8|256|1|8192|0|1|4|1|5|n/a|4742
+LLAMA3_70B|DGX-GB200|64|MXFP8|256|1|8192|0|2|4|1|5|n/a|3828
+LLAMA3_70B|DGX-GB300|64|FP8|256|2|8192|64|1|1|1|n/a|n/a|5243
+LLAMA3_70B|DGX-GB200|64|FP8|256|2|8192|64|1|1|1|n/a|n/a|4143
+LLAMA3_70B|DGX-H100|64|FP8|256|1|8192|0|4|8|1|5|n/a|1633
+LLAMA3.1_405B|DGX-GB300|256|NVFP4|1536|1|8192|0|4|8|1|4|n/a|1424
+LLAMA3.1_405B|DGX-GB200|256|NVFP4|1536|1|8192|0|4|16|1|8|n/a|1136
+LLAMA3.1_405B|DGX-GB300|256|MXFP8|1536|1|8192|0|2|8|2|4|n/a|968
+LLAMA3.1_405B|DGX-GB200|256|MXFP8|1536|1|8192|0|4|16|1|8|n/a|793
+LLAMA3.1_405B|DGX-GB300|256|FP8|1536|1|8192|0|4|8|1|4|n/a|1036
+LLAMA3.1_405B|DGX-GB200|256|FP8|1536|1|8192|0|4|16|1|4|n/a|842
+DeepSeekV3|DGX-GB300|256|MXFP8|4096|2|4096|0|1|2|1|8|32|4965
+DeepSeekV3|DGX-GB200|256|MXFP8|4096|1|4096|0|1|4|1|4|64|4193
+DeepSeekV3|DGX-B300|256|MXFP8|4096|1|4096|0|1|16|1|n/a|8|3131
+DeepSeekV3|DGX-B200|256|MXFP8|4096|1|4096|0|1|16|1|n/a|8|2815
+GPT OSS 120B|DGX-GB300|64|BF16|1280|4|4096|0|1|1|1|n/a|64|19275
+GPT OSS 120B|DGX-GB200|64|BF16|1280|4|4096|0|1|1|1|n/a|64|15938
+GPT OSS 120B|DGX-B300|64|BF16|1280|4|4096|0|1|1|1|n/a|8|15114
+GPT OSS 120B|DGX-B200|64|BF16|1280|4|4096|0|1|1|1|n/a|8|13045
+GPT OSS 120B|DGX-H100|64|BF16|1280|1|4096|0|1|4|1|n/a|8|5810
+Qwen3_30B_a3B|DGX-GB300|8|MXFP8|512|8|4096|0|1|1|1|n/a|8|31470
+Qwen3_30B_a3B|DGX-GB200|8|MXFP8|512|4|4096|0|1|1|1|n/a|8|26032
+Qwen3_30B_a3B|DGX-B300|8|MXFP8|512|8|4096|0|1|1|1|n/a|8|30553
+Qwen3_30B_a3B|DGX-B200|8|MXFP8|512|4|4096|0|1|1|1|n/a|8|26859
+Qwen3_30B_a3B|DGX-H100|16|FP8|1024|1|4096|0|1|1|1|n/a|16|8901
+Qwen3_235B_a22B|DGX-GB300|256|MXFP8|8192|2|4096|0|1|4|1|12|32|6994
+Qwen3_235B_a22B|DGX-GB200|256|MXFP8|8192|1|4096|0|1|8|1|3|32|5672
+Qwen3_235B_a22B|DGX-B300|256|MXFP8|8192|2|4096|0|1|8|1|n/a|8|4865
+Qwen3_235B_a22B|DGX-H100|256|FP8|8192|1|4096|0|2|8|1|4|32|1686
+Kimi_K2|DGX-GB300|256|MXFP8|4096|2|4096|0|1|4|1|4|64|5332
+"""
+# 26.06 container (archive page; no FSDP column: 0 written)
+MB_2606 = """
+LLAMA3.1_405B|DGX-GB300|256|FP8|1536|1|8192|0|4|8|1|4|n/a|1048
+LLAMA3.1_405B|DGX-GB300|256|MXFP8|1536|1|8192|0|2|8|2|4|n/a|952
+LLAMA3.1_405B|DGX-GB300|256|NVFP4|1536|1|8192|0|4|8|1|4|n/a|1413
+LLAMA3.1_405B|DGX-GB200|256|FP8|1536|1|8192|0|4|16|1|4|n/a|843
+LLAMA3.1_405B|DGX-GB200|256|MXFP8|1536|1|8192|0|4|16|1|8|n/a|783
+LLAMA3.1_405B|DGX-GB200|256|NVFP4|1536|1|8192|0|4|16|1|8|n/a|1166
+LLAMA3.1_405B|DGX-H100|1024|FP8|1536|1|8192|0|8|8|2|8|n/a|326
+DeepSeekV3|DGX-GB300|256|MXFP8|4096|1|4096|0|1|2|1|8|32|6338
+DeepSeekV3|DGX-GB300|256|MXFP8|15360|1|4096|0|1|2|1|8|32|6422
+DeepSeekV3|DGX-GB200|256|MXFP8|4096|1|4096|0|1|4|1|4|64|4969
+DeepSeekV3|DGX-B300|256|MXFP8|4096|2|4096|0|1|8|1|n/a|8|3541
+GPT OSS 120B|DGX-GB300|64|MXFP8|1280|4|4096|0|1|1|1|n/a|16|33166
+GPT OSS 120B|DGX-GB200|64|MXFP8|1280|4|4096|0|1|1|1|n/a|64|28947
+GPT OSS 120B|DGX-B300|64|MXFP8|1280|4|4096|0|1|1|1|n/a|8|18534
+Qwen3_30B_a3B|DGX-GB300|8|MXFP8|512|8|4096|0|1|1|1|n/a|8|45275
+Qwen3_30B_a3B|DGX-GB200|8|MXFP8|512|4|4096|0|1|1|1|n/a|8|40706
+Qwen3_30B_a3B|DGX-B300|8|MXFP8|512|8|4096|0|1|1|1|n/a|8|40769
+Qwen3_30B_a3B|DGX-H100|16|FP8|1024|1|4096|0|1|1|1|n/a|16|8826
+Qwen3_235B_a22B|DGX-GB300|256|MXFP8|8192|2|4096|0|1|4|1|12|32|9015
+Qwen3_235B_a22B|DGX-GB200|256|MXFP8|8192|1|4096|0|1|8|1|3|32|7376
+Kimi_K2|DGX-GB300|256|MXFP8|4096|2|4096|0|1|4|1|4|64|5372
+"""
+# 26.08 container (current page; no FSDP column: 0 written)
+MB_2608 = """
+DeepSeekV3|DGX-GB300|256|MXFP8|4096|1|4096|0|1|2|1|8|32|6288
+DeepSeekV3|DGX-GB200|256|MXFP8|4096|1|4096|0|1|4|1|4|64|4912
+GPT OSS 120B|DGX-GB300|64|MXFP8|1280|4|4096|0|1|1|1|n/a|16|33024
+GPT OSS 120B|DGX-GB200|64|MXFP8|1280|4|4096|0|1|1|1|n/a|64|28672
+Qwen3_30B_a3B|DGX-GB300|8|MXFP8|512|8|4096|0|1|1|1|n/a|8|44544
+Qwen3_30B_a3B|DGX-GB200|8|MXFP8|512|4|4096|0|1|1|1|n/a|8|39936
+Qwen3_235B_a22B|DGX-GB300|256|MXFP8|8192|2|4096|0|1|4|1|12|32|8816
+Qwen3_235B_a22B|DGX-GB200|256|MXFP8|8192|1|4096|0|1|8|1|3|32|7280
 """
 
 NEMO_2407 = "https://github.com/NVIDIA/NeMo/blob/main/docs/source/performance/performance_summary.md"
@@ -725,11 +804,22 @@ def _throughput_row(*, name, model_ref, gpu_id, n, prec, gbs, mbs, seq, tok_s_gp
                  sample_len=sample_len, source_gpu=gpu_id, source_mfu_or_tflops=f"{tok_s_gpu} tokens/s/GPU")
 
 
-def megatron_bridge_rows() -> list[dict]:
+# (table, source id, date, container, page URL, FSDP column printed). MB_BLOCKS come first in the CSV; MB_BLOCKS_NEW
+# are appended after every other block so that the earlier rows keep their row numbers.
+MB_BLOCKS = ((MB_2602, "megatron-bridge-26.02", "2026-02", "26.02", MB, True),
+             (MB_2511, "megatron-bridge-25.11", "2025-11", "25.11", MB, True),
+             (MB_2509, "megatron-bridge-25.09", "2025-09", "25.09", MB, True))
+MB_BLOCKS_NEW = ((MB_2604, "megatron-bridge-26.04", "2026-04", "26.04", MB, True),
+                 (MB_2606, "megatron-bridge-26.06", "2026-06", "26.06", MB, False),
+                 (MB_2608, "megatron-bridge-26.08", "2026-08", "26.08", MB_CURRENT, False))
+
+
+def megatron_bridge_rows(blocks=MB_BLOCKS) -> list[dict]:
     out = []
-    for table, sid, date, cont in ((MB_2602, "megatron-bridge-26.02", "2026-02", "26.02"),
-                                   (MB_2511, "megatron-bridge-25.11", "2025-11", "25.11"),
-                                   (MB_2509, "megatron-bridge-25.09", "2025-09", "25.09")):
+    for table, sid, date, cont, url, has_fsdp in blocks:
+        new = (table, sid, date, cont, url, has_fsdp) in MB_BLOCKS_NEW
+        # the newer blocks name the page section they come from; the older rows' source text is kept as it was
+        where = f"{url}, section '{cont} NeMo Container' / Pre-Training Performance" if new else url
         for line in table.strip().splitlines():
             c = [_cell(x) for x in line.split("|")]
             model, system, n, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, tok = c
@@ -741,11 +831,15 @@ def megatron_bridge_rows() -> list[dict]:
                 note += "; token-dropping MoE"
             if sid.endswith("25.09"):
                 note += "; precision FP8 read from the page's footnote (no precision column)"
+            if not has_fsdp:
+                note += "; no FSDP column in this container's table: FSDP 0 (DDP) assumed"
+            if base == "Kimi_K2":
+                note += "; the page notes the Muon optimizer was used for Kimi-K2 pre-training"
             out.append(_throughput_row(
                 name=f"{base} {system} {prec} (NeMo {cont})", model_ref=MB_MODELS[base], gpu_id=gpu, n=int(n),
                 prec=_precision(prec), gbs=int(gbs), mbs=int(mbs), seq=int(seq), tok_s_gpu=float(tok),
                 source=f"THROUGHPUT. NVIDIA Megatron-Bridge performance summary, {cont} NeMo container, {system} "
-                       f"({MB}); {prec} TP{tp or 1} PP{pp or 1} CP{cp or 1} VP{vp or '-'} EP{ep or 1} MBS{mbs} "
+                       f"({where}); {prec} TP{tp or 1} PP{pp or 1} CP{cp or 1} VP{vp or '-'} EP{ep or 1} MBS{mbs} "
                        f"GBS{gbs} seq {seq}",
                 source_id=sid, date=date, notes=note, tp=tp or 1, pp=pp or 1, cp=cp or 1, vp=vp, ep=ep, fsdp=fsdp,
                 nvl=nvl))
@@ -968,6 +1062,7 @@ def main() -> int:
     for r in rows:
         r["source_id"], r["source_date"] = source_id(r["source"])
     rows += megatron_bridge_rows() + nemo_rows() + gaudi_rows() + mlperf_rows() + full_rows()
+    rows += megatron_bridge_rows(MB_BLOCKS_NEW)  # appended last: earlier rows keep their row numbers
     for i, r in enumerate(rows):
         r["row"] = i
         r["regime"] = regime(r)

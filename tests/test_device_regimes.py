@@ -41,11 +41,12 @@ Fourth refit (2026-11-23, fourth session: attention on Blackwell timed at attn_b
 the shipped point): LoRA +19.6% -> +15.0% (worst +25.3% -> +20.9%); long context +23.6% -> +25.9% (worst
 +26.9%); the bf16 control +10.5% -> +7.8%; the others moved less than 2 points.
 Fifth refit (2026-11-23, seventh session: MoE fixed costs per local expert, no per-layer MoE host sync on NVL72
-racks, FP8 casts fused as TransformerEngine runs them (2.5 bytes per dim, was 5 unfused); refit on 269 rows):
+racks, FP8 casts fused as TransformerEngine runs them (2.5 bytes per dim, was 5 unfused); refit on 330 rows):
 eta_max 0.727 -> 0.688 and layer_overhead_us 459 -> 500 made these single-GPU rows more pessimistic: LoRA
 +15.0% -> +20.4% (worst +23.4%), long context +25.9% -> +30.1% (worst +31.2%), the bf16 control +7.8% ->
 +10.7%, the compiled FP8 speed-up -25.7% -> -28.8%; the others moved less than 2 points. The published rows'
-leave-one-source-out throughput error went the other way (median 10.6% -> 9.8%, p90 29.4% -> 27.5%).
+leave-one-source-out throughput error went the other way on the same rows (median 10.6% -> 9.8%, p90 29.4% ->
+27.5%), before 61 newer NVIDIA rows (Megatron-Bridge 26.04-26.08) were added to the set.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
