@@ -13,9 +13,11 @@ Issue 13 added rows from public tables, each block below with its URL, date and 
 NVIDIA Megatron-Bridge performance summaries (NeMo 25.09, 25.11, 26.02, 26.04, 26.06, 26.08: dense and MoE,
 H100/B200/B300/GB200/GB300, BF16/FP8/NVFP4; 26.04-26.08 appended after the other blocks), NeMo 24.07 pre-training
 and fine-tuning (SFT, LoRA), NeMo long-sequence tables (H100, B200; with and without context parallelism),
-MosaicML LLM Foundry MPT benchmarks (350M-70B, H100, BF16/FP8, 512-65k tokens), Intel Gaudi 2 training tables (SynapseAI 1.18, 1.19), the MLPerf Training rows of perf/data/vendor-runs.csv
-(LoRA on NVIDIA, AMD, Gaudi; GPT-3; Llama 3.1 405B) and whole runs with published GPU-hours (Llama 3.2 1B/3B,
-Llama 4 Scout/Maverick, DeepSeek-V3, SmolLM3). Every row gets `source_id` (rows of one paper/table/page share it:
+MosaicML LLM Foundry MPT benchmarks (350M-70B, H100, BF16/FP8, 512-65k tokens), Intel Gaudi 2 training tables
+(SynapseAI 1.18, 1.19), the MLPerf Training rows of perf/data/vendor-runs.csv (LoRA on NVIDIA, AMD, Gaudi; GPT-3;
+Llama 3.1 405B) and whole runs with published GPU-hours (Llama 2 7B/13B/70B, Llama 3.2 1B/3B, Llama 4
+Scout/Maverick, DeepSeek-V3, SmolLM3, BLOOM, StarCoderBase, MPT-7B, Phi-3/3.5/4, GRIN-MoE, Falcon-180B,
+StableLM-3B). Every row gets `source_id` (rows of one paper/table/page share it:
 leave-one-source-out holds them out together), `source_date` and `regime` (gpuplan.perf.error_bands).
 """
 from __future__ import annotations
@@ -744,7 +746,8 @@ FULL_RUNS = [
     dict(name="Falcon-180B", model_ref="falcon-180b", tokens=3.5e12, gpu_id="A100-40GB-SXM", gpu_hours=7.0e6,
          gpu_count=4096, seq_len=2048, global_batch=2048, precision="bf16", source_id="falcon180b-2023",
          source_date="2023-09",
-         source="FULL RUN. Hugging Face 2023 'Spread Your Wings: Falcon 180B is here' (huggingface/blog falcon-180b.md): "
+         source="FULL RUN. Hugging Face 2023 'Spread Your Wings: Falcon 180B is here' (huggingface/blog "
+                "falcon-180b.md): "
                 "3.5 trillion tokens on up to 4096 GPUs, Amazon SageMaker, ~7,000,000 GPU hours; tiiuae/falcon-180B "
                 "model card: up to 4,096 A100 40GB (P4d), TP8 PP8 DP64 with ZeRO, bfloat16, batch 2048 (100B-token "
                 "ramp-up), seq 2048 (Almazrouei et al. 2023, arXiv 2311.16867)",

@@ -9,7 +9,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows; times
   the load imbalance of the busiest rank) and the attention core (always the causal work the
   kernels do, at `attn_ratio` of the GEMM efficiency and at the bf16 peak even in FP8 runs);
-  plus fixed costs per layer (and per MoE layer) and micro-batch, memory-bound extras (LoRA
+  plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
+  micro-batch, memory-bound extras (LoRA
   adapters, QLoRA dequantisation per micro-batch, FP8 casts, MoE permutation and router), and a
   distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times;
@@ -102,7 +103,6 @@ RING_STEP_NET_US = 3.0
 # host sync and launch gaps; its H100 / B200 playbooks do not (Megatron-Bridge "MoE Hardware Configuration
 # Reference" and "MoE Dispatcher Selection Guide", docs.nvidia.com/nemo/megatron-bridge, 2026).
 RACK_SCALE_MIN_GPUS = 8
-RACK_SCALE_MOE_DOC = "docs.nvidia.com/nemo/megatron-bridge skills: perf-moe-hardware-configs, perf-moe-dispatcher-selection"
 
 ETA_CEILING = 0.9  # the largest share of the dense peak a step's GEMMs reach (tuned cuBLAS at best ~0.8-0.9)
 
@@ -206,8 +206,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         if shape.is_moe:
             # MoE layers add dozens of small kernels (router, top-k, permute) and a host sync per dispatch
             # (the all-to-all split sizes): a fixed cost per MoE layer and micro-batch. NVIDIA's NVL72 recipes
-            # remove it (sync-free HybridEP dispatcher, CUDA graphs over the router and preprocessing:
-            # RACK_SCALE_MOE_DOC), so rack-scale NVLink domains do not pay it.
+            # remove it (sync-free HybridEP dispatcher, CUDA graphs over the router and preprocessing; see
+            # RACK_SCALE_MIN_GPUS), so rack-scale NVLink domains do not pay it.
             moe_fixed = np.where(feats.scaleup_domain > RACK_SCALE_MIN_GPUS, 0.0, eff.moe_layer_overhead_us)
             # The grouped GEMM runs one GEMM (and, in FP8, one quantisation) per local expert, forward and
             # backward: a fixed cost per local expert, MoE layer and micro-batch. Few local experts (large EP)
