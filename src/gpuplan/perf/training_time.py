@@ -10,9 +10,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   the load imbalance of the busiest rank) and the attention core (always the causal work the
   kernels do, at `attn_ratio` of the GEMM efficiency and at the bf16 peak even in FP8 runs);
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
-  micro-batch, memory-bound extras (LoRA
-  adapters, QLoRA dequantisation per micro-batch, FP8 casts, MoE permutation and router), and a
-  distillation teacher's forward pass;
+  micro-batch, memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
+  MoE permutation and router), and a distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times;
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
