@@ -247,3 +247,18 @@ def test_rack_scale_nvlink_skips_the_per_layer_moe_host_overhead():
     from gpuplan.perf.training_time import nvlink_domain
 
     assert nvlink_domain(get_gpu("GB200"), 4) > RACK_SCALE_MIN_GPUS >= nvlink_domain(get_gpu("B200"), 8)
+
+
+def test_interleaved_pipeline_hides_its_transfers_except_the_warm_up_chain():
+    """1F1B blocks on every send and receive; the interleaved schedule (v > 1) overlaps them with the other chunks'
+    compute, leaving the warm-up / cool-down chain (2 (p·v - 1) hops) exposed, or the excess over the compute."""
+    wl = pretraining(1e12, seq_len=8192)
+    eff = default_efficiency()
+    slow = 2e9  # a slow link between stages, so the transfers are visible
+    plain = _step_with(eff, "llama-3.1-70b", wl, t=8, p=4, d=2, v=1, inter=slow)
+    inter = _step_with(eff, "llama-3.1-70b", wl, t=8, p=4, d=2, v=5, inter=slow)
+    m = float(plain["micro_batches"])
+    one = float(plain["pp"]) / (2.0 * m)  # one transfer: 1F1B pays 2m of them
+    assert float(plain["pp"]) > 0
+    assert float(inter["pp"]) == pytest.approx(max(2 * m * 5 * one - float(inter["compute"]), 2 * (4 * 5 - 1) * one))
+    assert float(inter["pp"]) < float(plain["pp"]) * 5  # far less than 2·m·v blocking transfers

@@ -21,7 +21,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   micro-batch's compute, what exceeds it is exposed, and never less than `ep_exposed` of it;
 - CP ring attention: (c-1) K/V block exchanges per layer, each hidden behind attention on one
   block except for `cp_exposed` of it;
-- PP: activations b·s·h·2/t each way per micro-batch and stage boundary;
+- PP: activations b·s·h·2/t each way per micro-batch and stage boundary; with virtual stages
+  (interleaved schedule) overlapped with compute except the warm-up / cool-down chain;
 - DP (ZeRO 0-2): one reduce of the stage's gradients per step, 2(n-1)/n·S, hidden behind the
   last micro-batch's backward up to `dp_overlap`; ZeRO-3 gathers weights and reduce-scatters
   gradients for every micro-batch (3(n-1)/n·S each), hidden behind that micro-batch;
@@ -292,7 +293,13 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d)
     bw_pp = np.minimum(bw_pp, np.where((t * c * d >= gpn) & (t * c * d * p > feats.scaleup_domain), inter, bw_pp))
-    pp = np.where(p > 1, 2.0 * m * v * (act_bytes / t / bw_pp + lat_pp), 0.0)
+    pp_one = act_bytes / t / bw_pp + lat_pp
+    pp = np.where(p > 1, 2.0 * m * v * pp_one, 0.0)
+    # The interleaved schedule (v > 1) posts its sends and receives asynchronously and overlaps them with the
+    # other model chunks' compute (Megatron's overlap_p2p_comm, on by default there): what stays exposed is the
+    # warm-up and cool-down chain through all p·v chunks, one hop each way per chunk boundary, or the excess of
+    # the transfers over the compute. The plain 1F1B schedule's transfers block.
+    pp = np.where((v > 1) & (p > 1), np.maximum(pp - compute, 2.0 * (p * v - 1.0) * pp_one), pp)
 
     # Data parallel gradients of the fullest stage.
     ne = lps * shape.layer_params_nonexpert / t
