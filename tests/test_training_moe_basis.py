@@ -56,10 +56,10 @@ from gpuplan.perf.workload import finetuning, pretraining, with_teacher  # noqa:
 
 
 def _step(preset, wl, gpu="H100", *, t=1, p=1, d=8, c=1, e=1, b=1, rc=0, z=1, v=1, batch=None, gpn=8, inter=50e9,
-          attention="causal"):
+          attention="causal", eff=None):
     from gpuplan.catalog.gpus import get_gpu
 
-    eff = default_efficiency()
+    eff = eff or default_efficiency()
     shape = model_shape(get_preset(preset))
     feats = _select(gpu_features([get_gpu(gpu)], wl.precision, gpn, eff), 0)
     return step_time_s(shape, wl, feats, eff, t, p, d, c, e, b, rc, z, v, batch or d * b * 4, gpn, inter,
@@ -211,22 +211,14 @@ def test_local_experts_cost_a_fixed_time_each():
     shape = model_shape(get_preset("qwen3-30b-a3b"))
 
     def fixed_per_mb(e, d):
-        on = _step_with(eff, "qwen3-30b-a3b", wl, d=d, e=e)
-        off = _step_with(eff.with_params(moe_expert_overhead_us=0.0), "qwen3-30b-a3b", wl, d=d, e=e)
+        on = _step("qwen3-30b-a3b", wl, d=d, e=e, eff=eff)
+        off = _step("qwen3-30b-a3b", wl, d=d, e=e, eff=eff.with_params(moe_expert_overhead_us=0.0))
         return (float(on["compute"]) - float(off["compute"])) / float(on["micro_batches"])
 
     ep8, ep16 = fixed_per_mb(8, 8), fixed_per_mb(16, 16)
     per_expert = shape.n_moe_layers * eff.moe_expert_overhead_us * 1e-6
     assert ep8 == pytest.approx(16 * per_expert, rel=1e-6)
     assert ep16 == pytest.approx(8 * per_expert, rel=1e-6)
-
-
-def _step_with(eff, preset, wl, gpu="H100", *, t=1, p=1, d=8, c=1, e=1, b=1, rc=0, z=1, v=1, gpn=8, inter=50e9):
-    from gpuplan.catalog.gpus import get_gpu
-
-    shape = model_shape(get_preset(preset))
-    feats = _select(gpu_features([get_gpu(gpu)], wl.precision, gpn, eff), 0)
-    return step_time_s(shape, wl, feats, eff, t, p, d, c, e, b, rc, z, v, d * b * 4, gpn, inter)
 
 
 def test_rack_scale_nvlink_skips_the_per_layer_moe_host_overhead():
@@ -238,8 +230,8 @@ def test_rack_scale_nvlink_skips_the_per_layer_moe_host_overhead():
     eff = default_efficiency()
     assert eff.moe_layer_overhead_us > 0
     for gpu, gpn, pays in (("B200", 8, True), ("GB200", 4, False)):
-        on = _step_with(eff, "qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn)
-        off = _step_with(eff.with_params(moe_layer_overhead_us=0.0), "qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn)
+        on = _step("qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn, eff=eff)
+        off = _step("qwen3-30b-a3b", wl, gpu, d=8, e=8, gpn=gpn, eff=eff.with_params(moe_layer_overhead_us=0.0))
         gap = (float(on["compute"]) - float(off["compute"])) / float(on["micro_batches"])
         expected = 48 * eff.moe_layer_overhead_us * 1e-6 if pays else 0.0
         assert gap == pytest.approx(expected, abs=1e-12), gpu
@@ -255,8 +247,8 @@ def test_interleaved_pipeline_hides_its_transfers_except_the_warm_up_chain():
     wl = pretraining(1e12, seq_len=8192)
     eff = default_efficiency()
     slow = 2e9  # a slow link between stages, so the transfers are visible
-    plain = _step_with(eff, "llama-3.1-70b", wl, t=8, p=4, d=2, v=1, inter=slow)
-    inter = _step_with(eff, "llama-3.1-70b", wl, t=8, p=4, d=2, v=5, inter=slow)
+    plain = _step("llama-3.1-70b", wl, t=8, p=4, d=2, v=1, inter=slow, eff=eff)
+    inter = _step("llama-3.1-70b", wl, t=8, p=4, d=2, v=5, inter=slow, eff=eff)
     m = float(plain["micro_batches"])
     one = float(plain["pp"]) / (2.0 * m)  # one transfer: 1F1B pays 2m of them
     assert float(plain["pp"]) > 0
