@@ -299,3 +299,17 @@ def test_every_fitted_parameter_acts_on_prepared_rows():
         if name == "attn_blackwell":  # only Blackwell rows, and only faster
             assert np.allclose(moved[~blackwell], base[~blackwell])
             assert np.all(moved[blackwell] <= base[blackwell] * (1 + 1e-9)) and np.any(moved[blackwell] < base[blackwell])
+
+
+def test_a_stated_fsdp_column_fixes_the_zero_stage():
+    """NVIDIA's tables print FSDP 0 for Megatron data parallelism with the distributed optimizer (ZeRO-1) and the
+    shard count where FSDP is on (ZeRO-3); a row that does not state it leaves the layout search free."""
+    from gpuplan.perf.training_validation import row_fixed
+
+    rows = [r for r in load_rows() if r["use"] == "1"]
+    stated_off = next(r for r in rows if r["fsdp"] == "0")
+    stated_on = next(r for r in rows if (r["fsdp"] or "0") not in ("0", ""))
+    unstated = next(r for r in rows if r["fsdp"] == "" and r["row_type"] == "THROUGHPUT")
+    assert row_fixed(stated_off).zero == 1 and row_fixed(stated_on).zero == 3 and row_fixed(unstated).zero is None
+    p = prepare_row(stated_off)
+    assert set(p.layouts["zero"].tolist()) == {1}

@@ -118,8 +118,16 @@ def row_fixed(row) -> LayoutFixed:
     return LayoutFixed(tp=_i(row, "tp"), pp=_i(row, "pp"), dp=_i(row, "dp"), cp=_i(row, "cp"),
                        ep=_i(row, "ep") if (_i(row, "ep") or 1) > 1 else None,
                        micro_batch=_i(row, "micro_batch"), recompute=_i(row, "recompute"),
-                       zero=3 if (_i(row, "fsdp") or 0) > 0 else None,  # FSDP / FULL_SHARD shards everything
+                       zero=_stated_zero(_i(row, "fsdp")),
                        vp=_i(row, "vp") if (_i(row, "vp") or 1) > 1 else None)
+
+
+def _stated_zero(fsdp: int | None) -> int | None:
+    """The ZeRO stage a row's FSDP column states: FSDP / FULL_SHARD shards everything (3); a stated FSDP 0 is
+    Megatron's data parallelism with the distributed optimizer (1); blank leaves the search free."""
+    if fsdp is None:
+        return None
+    return 3 if fsdp > 0 else 1
 
 
 def measured_step_time_s(row, shape: ModelShape) -> float | None:
