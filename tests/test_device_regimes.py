@@ -43,10 +43,10 @@ the shipped point): LoRA +19.6% -> +15.0% (worst +25.3% -> +20.9%); long context
 Fifth refit (2026-11-23, seventh session: MoE fixed costs per local expert, no per-layer MoE host sync on NVL72
 racks, FP8 casts fused as TransformerEngine runs them (2.5 bytes per dim, was 5 unfused), the interleaved pipeline's
 transfers overlapped with compute; refit on 330 rows): eta_max 0.727 -> 0.680, layer_overhead_us 459 -> 500 and
-tp_exposed 0.59 -> 0.79 made these single-GPU rows more pessimistic: LoRA +15.0% -> +17.9% (worst +21.6%), long
-context +25.9% -> +31.4% (worst +32.8%), the bf16 control +7.8% -> +8.7%, the compiled FP8 speed-up -25.7% ->
--28.5%; the others moved less than 2 points. The published rows' leave-one-source-out throughput error went the
-other way: median 10.6% -> 8.9%, p90 29.4% -> 30.1% on a set grown from 218 to 279 throughput rows.
+tp_exposed 0.59 -> 0.79 made these single-GPU rows more pessimistic: LoRA +15.0% -> +17.7% (worst +21.5%), long
+context +25.9% -> +31.4% (worst +32.8%), the bf16 control +7.8% -> +8.6%, the compiled FP8 speed-up -25.7% ->
+-28.4%; the others moved less than 2 points. The published rows' leave-one-source-out throughput error went the
+other way: median 10.6% -> 8.7%, p90 29.4% -> 30.0% on a set grown from 218 to 279 throughput rows.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -74,13 +74,13 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 17.9, 21.6),  # 19.6 / 25.3 before the fourth refit, 15.0 / 20.9 before the fifth (see docstring)
+    ("lora", 17.7, 21.5),  # 19.6 / 25.3 before the fourth refit, 15.0 / 20.9 before the fifth (see docstring)
     ("long_context", 31.4, 32.8),
     ("long_context_all", 19.7, 32.8),
-    ("fp8", -57.4, -61.2),
+    ("fp8", -57.5, -61.3),
     ("fp8_speedup_eager", -61.4, -64.1),
-    ("fp8_speedup_compile", -28.5, -32.4),
-    ("fp8_bf16_ref", 8.7, 11.2),  # worst 19.4 -> 14.9 -> 11.7 -> 11.2 after the third to fifth refits (docstring)
+    ("fp8_speedup_compile", -28.4, -32.4),
+    ("fp8_bf16_ref", 8.6, 10.9),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 after the third to fifth refits (docstring)
     ("fp8_gemm", -17.9, -30.1),
     ("fp8_gemm_cast", -71.9, -90.9),
 ]
