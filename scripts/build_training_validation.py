@@ -816,11 +816,13 @@ MB_BLOCKS_NEW = ((MB_2604, "megatron-bridge-26.04", "2026-04", "26.04", MB, True
                  (MB_2606, "megatron-bridge-26.06", "2026-06", "26.06", MB, False),
                  (MB_2608, "megatron-bridge-26.08", "2026-08", "26.08", MB_CURRENT, False))
 
+NEW_MB_SOURCES = {block[1] for block in MB_BLOCKS_NEW}
+
 
 def megatron_bridge_rows(blocks=MB_BLOCKS) -> list[dict]:
     out = []
     for table, sid, date, cont, url, has_fsdp in blocks:
-        new = (table, sid, date, cont, url, has_fsdp) in MB_BLOCKS_NEW
+        new = sid in NEW_MB_SOURCES
         # the newer blocks name the page section they come from; the older rows' source text is kept as it was
         where = f"{url}, section '{cont} NeMo Container' / Pre-Training Performance" if new else url
         for line in table.strip().splitlines():

@@ -26,7 +26,7 @@ from gpuplan.planner.placement import classify
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import ServePlanRequest
 from gpuplan.planner.uncertainty import (Spread, estimator_regime, flip_analysis, mark_ties, price_sigma, ties_line,
-                                         ranking_z, serving_band, vendor_band)
+                                         ranking_scale, serving_band, vendor_band)
 from gpuplan.units import HOURS_PER_MONTH
 
 # Ranking favours offers near users: each 100 ms of round trip beyond a 50 ms budget costs as much
@@ -107,7 +107,7 @@ def plan_serving(req: ServePlanRequest, catalog: Catalog | None = None) -> PlanR
         sp = spreads.get(skey)
         if sp is None:
             spread = Spread(estimator=regime[1], vendor=vb.sigma, network=0.0, price=price_sigma(o))
-            sp = spreads[skey] = (spread, float(np.exp(ranking_z() * float(spread.cost))))
+            sp = spreads[skey] = (spread, float(ranking_scale(spread.cost)))
         spread, rank_factor = sp
         rkey = (ckey, o.as_of, o.confidence, rtt)
         rn = risks.get(rkey)

@@ -31,7 +31,7 @@ from gpuplan.planner.progress import Progress
 from gpuplan.planner.records import CostBreakdown, Layout, Plan, PlanResult
 from gpuplan.planner.requests import TrainPlanRequest
 from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_analysis, mark_ties, network_sigma, ties_line,
-                                         price_sigma, ranking_cost, ranking_time_factor, ranking_z, vendor_band)
+                                         price_sigma, ranking_cost, ranking_scale, ranking_time_factor, vendor_band)
 
 # Without a deadline the cheapest count is often the smallest that fits, which can take a
 # year; the planner keeps the cheapest count that finishes within this many days instead.
@@ -447,7 +447,7 @@ class _RowTable:
         self.spread_of = inv.reshape(-1)
         sigma = np.array([s.cost for s in self._spreads], dtype=float)[self.spread_of]
         self.rank_cost = ranking_cost(self.compute, self.other, sigma)
-        self.time_factor = np.exp(ranking_z() * np.array([s.time for s in self._spreads], dtype=float))[self.spread_of]
+        self.time_factor = ranking_scale([s.time for s in self._spreads])[self.spread_of]
         self._rows: dict[int, dict[str, Any]] = {}
         return self
 

@@ -38,6 +38,11 @@ def ranking_z() -> float:
     return float(_data()["ranking_quantile"]["z"])
 
 
+def ranking_scale(sigma):
+    """A log-normal quantity at the ranking quantile over its expected value: exp(z x sigma)."""
+    return np.exp(ranking_z() * np.asarray(sigma, dtype=float))
+
+
 def estimator_regime(workload: str, *, is_moe: bool = False, method: str = "full", seq_len: int = 4096,
                      total_params: float = 0.0, active_params: float | None = None,
                      concurrency: int | None = None) -> tuple[str, float, str]:
@@ -160,12 +165,12 @@ def ranking_time_factor(estimator_sigma: float, gpu_id: str, network_basis: str,
     vendor = vendor_band(gpu_id, "training").sigma
     one, many = (Spread(estimator=estimator_sigma, vendor=vendor, network=network_sigma(network_basis, m),
                         price=0.0).time for m in (False, True))
-    return np.exp(ranking_z() * np.where(np.asarray(multi_node, dtype=bool), many, one))
+    return ranking_scale(np.where(np.asarray(multi_node, dtype=bool), many, one))
 
 
 def ranking_cost(compute_usd, other_usd, cost_sigma):
     """The cost a plan is ranked by: its compute at the ranking quantile, plus storage and egress."""
-    return np.asarray(compute_usd) * np.exp(ranking_z() * np.asarray(cost_sigma)) + np.asarray(other_usd)
+    return np.asarray(compute_usd) * ranking_scale(cost_sigma) + np.asarray(other_usd)
 
 
 def band(wall_h: float, compute_usd: float, other_usd: float, spread: Spread, wall_samples: np.ndarray | None,
@@ -224,10 +229,10 @@ def flip_analysis(first: dict, runner: dict) -> list[str]:
     gap = runner["rank_cost"] - first["rank_cost"]
     if gap <= 0.005 * first["rank_cost"]:
         return ["nothing: #2 costs the same within 0.5% (either will do)"]
-    scale = math.exp(ranking_z() * first["cost_sigma"])
+    scale = float(ranking_scale(first["cost_sigma"]))
     comp = first["compute_usd"] * scale
     if comp > 0:
-        out.append(f"#1's price {gap / comp:+.0%} (or #2's {-gap / max(runner['compute_usd'] * math.exp(ranking_z() * runner['cost_sigma']), 1e-9):+.0%})")
+        out.append(f"#1's price {gap / comp:+.0%} (or #2's {-gap / max(runner['compute_usd'] * float(ranking_scale(runner['cost_sigma'])), 1e-9):+.0%})")
         # Time (and so compute cost) scales as 1 / efficiency.
         need = comp / (comp + gap)
         out.append(f"#1's achieved efficiency (MFU / throughput) {need - 1:+.0%}")
