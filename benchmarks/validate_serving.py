@@ -9,11 +9,14 @@ gpuplan.perf.inference_validation.classify_regime. For each regime and metric fa
 issue's targets next to the measured figures. Rows whose input length the source does not
 give are listed but kept out of the summaries.
 
-    python benchmarks/validate_serving.py [--no-loso] [--rows] [--write-bands] [--by-family]
+    python benchmarks/validate_serving.py [--no-loso] [--rows] [--write-bands] [--by-family] [--forward YYYY-MM]
 
 --by-family holds out whole source families instead (the same publisher's table at other software
 versions, see inference_validation.SOURCE_FAMILIES): a stricter check, since such tables re-measure
 mostly the same configurations.
+
+--forward 2025-09 also refits on the sources dated before that month only and predicts the newer ones (forward
+in time: how the estimator does on measurements newer than its fit).
 
 --write-bands writes src/gpuplan/perf/data/serving-error-bands.json: per regime the held-out
 residual quantiles of log(predicted / measured) (p10, p50, p90, n), with the command and date.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -33,10 +37,10 @@ BANDS = ROOT / "src/gpuplan/perf/data/serving-error-bands.json"
 TARGET_MEDIAN, TARGET_P90, TARGET_REGIME_MEDIAN = 15.0, 35.0, 25.0
 
 
-def _table(ins: dict, loso: dict) -> None:
+def _table(ins: dict, loso: dict, first: str = "in-sample median") -> None:
     from gpuplan.perf.inference_validation import REGIMES
 
-    print(f"{'regime':<18} {'metric':<10} {'n':>4}  {'in-sample median':>16} {'p90':>7}   {'LOSO median':>11} {'p90':>7}")
+    print(f"{'regime':<18} {'metric':<10} {'n':>4}  {first:>16} {'p90':>7}   {'LOSO median':>11} {'p90':>7}")
     for reg in REGIMES + ("all",):
         for fam in ("throughput", "ttft", "tpot", "all"):
             a = ins.get(reg, {}).get(fam)
@@ -55,7 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-bands", action="store_true", help="write serving-error-bands.json from the LOSO residuals")
     ap.add_argument("--by-family", action="store_true",
                     help="hold out whole source families (a publisher's table across versions), not single sources")
+    ap.add_argument("--forward", metavar="YYYY-MM",
+                    help="also predict the rows of sources dated from this month on with a refit on the older ones")
     args = ap.parse_args(argv)
+    if args.forward and not re.fullmatch(r"(19|20)\d\d-(0[1-9]|1[0-2])", args.forward):
+        print(f"error: --forward wants a month as YYYY-MM, not {args.forward!r}", file=sys.stderr)
+        return 2
     if args.write_bands and args.no_loso:
         print("error: --write-bands needs the leave-one-source-out refits; drop --no-loso", file=sys.stderr)
         return 2
@@ -104,6 +113,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  serving p90 APE    <= {TARGET_P90:.0f}%              {a['p90_ape']:.1f}%  {ok(a['p90_ape'] <= TARGET_P90)}")
         print(f"  no regime median   >  {TARGET_REGIME_MEDIAN:.0f}%              worst {worst[0]} {worst[1]:.1f}%  "
               f"{ok(worst[1] <= TARGET_REGIME_MEDIAN)}")
+    if args.forward:
+        try:
+            fwd = v.forward_in_time(eff, args.forward, iters=args.iters)
+        except ValueError as e:
+            print(f"forward in time: {e}")
+        else:
+            newer = {(e["row_id"], e["metric"]) for e in fwd}
+            print()
+            print(f"Forward in time: {len(fwd)} comparisons of sources dated from {args.forward} on, predicted by a refit "
+                  f"on the older sources only; LOSO columns: the same comparisons held out one source at a time")
+            _table(v.summarize_regimes(fwd), v.summarize_regimes([e for e in loso_list if (e["row_id"], e["metric"]) in newer]),
+                   first="forward median")
     if args.write_bands:
         doc = {
             "_doc": (f"Per-regime leave-one-{'family' if args.by_family else 'source'}-out residuals of the serving "

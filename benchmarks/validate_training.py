@@ -1,6 +1,6 @@
 """Training estimator vs published runs: every usable row of perf/data/training-runs.csv.
 
-    python benchmarks/validate_training.py [--quick] [--regime R] [--no-rows] [--write-bands]
+    python benchmarks/validate_training.py [--quick] [--regime R] [--no-rows] [--write-bands] [--forward YYYY-MM]
 
 Prints each row's prediction with the shipped parameters (data/training-efficiency.json), the same row predicted
 leave-one-row-out (LOO) and leave-one-source-out (LOSO: every row of the row's paper/table/page left out of the
@@ -9,7 +9,9 @@ the issue-13 targets. The LOSO table is the headline. `--write-bands` writes dat
 (per-regime LOSO quantiles of log(predicted/measured)). Refits (in-sample, LOO, LOSO) move every parameter that
 scripts/fit_training_efficiency.py fits, on the model linearized at the shipped point, then predict the held-out
 rows exactly (see gpuplan.perf.training_validation). `--quick` predicts the LOO rows with the linear model;
-`--regime` restricts the printed rows and tables (fits always use every row).
+`--regime` restricts the printed rows and tables (fits always use every row). `--forward 2026-01` also predicts every
+row published from that month on with a fit on the older rows alone (forward in time: how the estimator does on
+measurements newer than its fit, as an independent set of newer publications would test it).
 
 Targets (LOSO): whole runs median <= 15 %, p90 <= 35 %; training throughput median <= 10 %, p90 <= 25 %;
 no regime's median above 25 %.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,6 +34,31 @@ def _f(x) -> str:
     return "   -" if x is None else f"{x:5.1f}"
 
 
+def _forward_table(preps, eff, cutoff: str, res: list[dict]) -> None:
+    """Forward in time: rows from `cutoff` on, fitted without them, next to their leave-one-source-out errors."""
+    import numpy as np
+
+    from gpuplan.perf.training_validation import forward_in_time
+
+    try:
+        fwd = forward_in_time(preps, eff, cutoff)
+    except ValueError as e:
+        print(f"forward in time: {e}")
+        return
+    loso = {r["row"]: r["loso_error_pct"] for r in res}
+    print()
+    print(f"Forward in time: the {len(fwd)} rows published from {cutoff} on, predicted by a fit on the "
+          f"{len(preps) - len(fwd)} older rows only (absolute % error; bias = median signed forward error)")
+    print(f"{'regime':12} {'kind':10} {'n':>4}  {'fwd med':>7} {'fwd p90':>7}  {'LOSO med':>8} {'LOSO p90':>8} {'bias':>6}")
+    keys = sorted({(f["regime"], f["kind"]) for f in fwd}) + sorted({("all", f["kind"]) for f in fwd})
+    for g, k in keys:
+        sel = [f for f in fwd if (g == "all" or f["regime"] == g) and f["kind"] == k]
+        a = np.abs([f["error_pct"] for f in sel])
+        b = np.abs([loso[f["row"]] for f in sel])
+        print(f"{g:12} {k:10} {len(sel):>4}  {np.median(a):7.1f} {np.percentile(a, 90):7.1f}  "
+              f"{np.median(b):8.1f} {np.percentile(b, 90):8.1f} {np.median([f['error_pct'] for f in sel]):+6.1f}")
+
+
 def main(argv: list[str]) -> int:
     from gpuplan.perf.error_bands import REGIMES
 
@@ -39,12 +67,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--regime", help=f"print only this regime's rows and lines ({', '.join(REGIMES)})")
     ap.add_argument("--no-rows", action="store_true", help="omit the per-row listing")
     ap.add_argument("--write-bands", action="store_true", help="write data/training-error-bands.json")
+    ap.add_argument("--forward", metavar="YYYY-MM",
+                    help="also predict the rows published from this month on with a fit on the older rows only")
     args, unknown = ap.parse_known_args(argv)
     if unknown:
         print(f"error: unknown argument {unknown[0]!r} (see --help)", file=sys.stderr)
         return 2
     if args.regime and args.regime not in REGIMES:
         print(f"error: unknown regime {args.regime!r}; one of {', '.join(REGIMES)}", file=sys.stderr)
+        return 2
+    if args.forward and not re.fullmatch(r"(19|20)\d\d-(0[1-9]|1[0-2])", args.forward):
+        print(f"error: --forward wants a month as YYYY-MM, not {args.forward!r}", file=sys.stderr)
         return 2
     if args.write_bands and (args.regime or args.quick):
         print("error: --write-bands needs the full run over every regime (drop --quick/--regime)", file=sys.stderr)
@@ -108,6 +141,8 @@ def main(argv: list[str]) -> int:
     over = [f"{g} {m:.1f}%" for g, m in reg if m > 25]
     print(f"  worst regime median        {worst[0]} {worst[1]:.1f}% (target: none above 25); "
           f"above 25%: {', '.join(over) or 'none'}")
+    if args.forward:
+        _forward_table(preps, eff, args.forward, res)
     print(f"({time.perf_counter() - t0:.1f} s)")
 
     if args.write_bands:

@@ -467,3 +467,38 @@ def test_front_end_time_adds_to_ttft_only_and_is_overridable(models):
     # A static-batch engine is an offline harness: no front end in its timings.
     static = estimate_serving(m, "H100", engine="optimum-habana", efficiency=eff, **kw)
     assert static.assumptions["frontend_ms"] == 0.0
+
+
+def _spread_step_s(rep, b: float, isl: int, osl: int) -> float:
+    """The old model: every iteration carries b·isl/osl prompt tokens."""
+    import numpy as np
+
+    return float(rep.steps.step_time_s(np.array([b]), np.array([b * isl / osl]), isl + osl / 2.0, isl / 2.0)[0])
+
+
+def test_moe_prompts_scheduled_whole_touch_fewer_experts_than_spread_thinly(models):
+    """DeepSeek-V3 on 8 H200 at 8 requests, 1024/1024: 7 prompt tokens spread over every iteration would route to
+    ~40 more experts per layer each time; whole prompts touch every expert once, in 8 of 1024 iterations."""
+    import numpy as np
+
+    rep = _steps(models, "deepseek-v3", "H200", 8, "fp8", "fp8", engine="sglang")
+    b, isl, osl = 8.0, 1024, 1024
+    whole = float(rep._mean_step_s(np.array([b]), np.array([(b - 1) * isl]), isl, osl)[0])
+    assert whole < 0.85 * _spread_step_s(rep, b, isl, osl)
+    decode_only = float(rep.steps.step_time_s(np.array([b]), np.array([0.0]), isl + osl / 2, isl / 2)[0])
+    assert decode_only < whole < 1.1 * decode_only  # 7 prompt iterations in 1024 barely move the mean
+
+
+def test_dense_prompts_do_not_hide_under_a_memory_bound_decode(models):
+    """Llama-3.1-8B on one H100 at 19 requests, 467/256: the decode is weight-stream bound, and a prompt runs in its
+    own (compute-bound) iteration, so its work is not free as it would be spread over idle decode compute."""
+    import numpy as np
+
+    rep = _steps(models, "llama-3.1-8b", "H100", 1, "bf16", "bf16")
+    b, isl, osl = 19.0, 467, 256
+    whole = float(rep._mean_step_s(np.array([b]), np.array([b * isl]), isl, osl)[0])
+    assert whole > 1.05 * _spread_step_s(rep, b, isl, osl)
+    # Once prompts outnumber iterations, every iteration carries prompt tokens: the two models agree.
+    b, isl, osl = 512.0, 2048, 128
+    whole = float(rep._mean_step_s(np.array([b]), np.array([b * isl]), isl, osl)[0])
+    assert whole == pytest.approx(_spread_step_s(rep, b, isl, osl), rel=1e-9)

@@ -146,6 +146,24 @@ def test_leave_out_never_fits_on_the_held_out_group(monkeypatch, by_family):
         assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
 
 
+def test_forward_in_time_fits_on_older_sources_only(monkeypatch):
+    seen = []
+
+    def fake_fit(rows, start=None, iters=0, restart=True):
+        seen.append(rows)
+        return start
+
+    monkeypatch.setattr(v, "fit", fake_fit)
+    monkeypatch.setattr(v, "errors", lambda eff, rows: [{"month": v._month(r["source_date"])} for r in rows])
+    out = v.forward_in_time(fitted_efficiency(), "2025-09")
+    assert len(seen) == 1 and seen[0] and all(v._month(r["source_date"]) < "2025-09" for r in seen[0])
+    assert out and all(e["month"] >= "2025-09" for e in out)
+    assert len(out) + len({r["row_id"] for r in seen[0]}) <= len(v.usable_rows())
+    assert v._month("2025-10 or later") == "2025-10" and v._month("2026") == "2026-01" and v._month("") == ""
+    with pytest.raises(ValueError, match="need some on each side"):
+        v.forward_in_time(fitted_efficiency(), "2030-01")
+
+
 def test_error_bands_ship_per_regime():
     doc = v.error_bands()
     assert doc["command"].startswith("python benchmarks/validate_serving.py") and doc["date"]

@@ -224,6 +224,24 @@ def test_linearized_refit_matches_the_model():
     assert np.allclose(exact, linear, rtol=0.1)
 
 
+def test_forward_in_time_fits_on_the_older_rows_only():
+    """Rows from the cutoff month on are predicted by a fit on the older rows alone: the same predictions as leaving
+    the newer rows out together; a cutoff with nothing on one side is refused."""
+    from gpuplan.perf.training_validation import forward_in_time, linearize
+
+    rows = [_row(n) for n in ("LLAMA3_70B DGX-H100 FP8 (NeMo 26.02)", "Qwen3_30B_a3B DGX-GB200 MXFP8 (NeMo 26.02)",
+                               "MPT-1b seq 2048 x8 H100 BF16 (LLM Foundry)", "Pythia-1B")]
+    preps = [prepare_row(r) for r in rows]
+    eff = default_efficiency()
+    fwd = forward_in_time(preps, eff, "2026-01")
+    assert [f["row"] for f in fwd] == [int(r["row"]) for r in rows[:2]]
+    held = held_out_predictions(preps, linearize(preps, eff), eff, [[0, 1]])
+    assert [f["error_pct"] for f in fwd] == pytest.approx([err_pct(held[i], preps[i].measured) for i in (0, 1)])
+    for cutoff in ("2030-01", "2000-01"):
+        with pytest.raises(ValueError, match="need some on each side"):
+            forward_in_time(preps, eff, cutoff)
+
+
 def test_error_bands_file():
     doc = json.loads(resources.files("gpuplan.perf.data").joinpath("training-error-bands.json").read_text())
     assert "validate_training.py --write-bands" in doc["_source"]["command"]
@@ -260,6 +278,9 @@ def test_benchmark_rejects_bad_regime():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "nope" in out.stderr
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "validate_training.py"), "--forward", "2026-13"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "YYYY-MM" in out.stderr and out.stderr.strip().count("\n") == 0
 
 
 def test_token_dropping_rows_skip_the_dropless_host_sync():

@@ -274,11 +274,12 @@ class _Replica:
             return ttft, self.steps.step_time_s(b, 0.0, ctx, 0.0)
         ctx = isl + osl / 2.0
         others = np.maximum(b - 1.0, 0.0)
-        budget = self.token_budget
-        chunk = np.maximum(budget - others, budget / 8.0)
+        chunk = self._chunk_tokens(others)
         n_chunks = np.ceil(isl / chunk)
         ttft = n_chunks * self.steps.step_time_s(others, isl / n_chunks, ctx, isl / 2.0)
-        tpot = self.steps.step_time_s(b, others * isl / osl, ctx, isl / 2.0)
+        # Between its first and last token a request shares the engine with the others' prompts: their
+        # prefill chunks stall its decode steps.
+        tpot = self._mean_step_s(b, others * isl, isl, osl)
         # A request that arrives while others run waits for the iteration in flight to end before its
         # prompt is scheduled: half an iteration on average (none when it runs alone).
         ttft = ttft + 0.5 * np.minimum(others, 1.0) * tpot + self.frontend_s
@@ -291,13 +292,41 @@ class _Replica:
         if self.static:
             ttft, tpot = self.latency(b, isl, osl)
             return ttft + (osl - 1) * tpot
+        return osl * self._mean_step_s(b, b * isl, isl, osl)
+
+    def _chunk_tokens(self, decoding: np.ndarray) -> np.ndarray:
+        """Prompt tokens one iteration carries beside `decoding` decode tokens: what is left of the token budget
+        (vLLM / SGLang / TRT-LLM schedule the decodes first, then fill the budget with prefill chunks)."""
+        budget = self.token_budget
+        return np.maximum(budget - decoding, budget / 8.0)
+
+    def _mean_step_s(self, b: np.ndarray, prompt_tokens: np.ndarray, isl: int, osl: int) -> np.ndarray:
+        """Mean iteration time over `osl` iterations of b decoding requests that also prefill `prompt_tokens`.
+        In steady state requests finish one at a time and each successor's prompt is scheduled whole in the next
+        iteration (in chunks of what the token budget leaves, if longer), so some iterations carry a prompt and
+        the others decode only; only when more prompts arrive than there are iterations do several share one.
+        Spreading the prompts thinly over every iteration instead would make each one touch more of an MoE
+        model's experts than whole prompts do, and would hide prefill work under a memory-bound decode's idle
+        compute, which it does not share an iteration with."""
         ctx = isl + osl / 2.0
-        return osl * self.steps.step_time_s(b, b * isl / osl, ctx, isl / 2.0)
+        n, per_chunk = self._prompt_iterations(b, prompt_tokens, isl, osl)
+        with_prompt = self.steps.step_time_s(b, per_chunk, ctx, isl / 2.0)
+        decode_only = self.steps.step_time_s(b, 0.0, ctx, isl / 2.0)
+        return (n * with_prompt + (osl - n) * decode_only) / osl
+
+    def _prompt_iterations(self, b, prompt_tokens, isl: int, osl: int):
+        """(iterations out of osl that carry prompt tokens, prompt tokens each carries): whole prompts, several to
+        an iteration only when more arrive than there are iterations, never beyond what the token budget leaves."""
+        per_step = np.minimum(self._chunk_tokens(b), np.maximum(float(isl), prompt_tokens / osl))
+        n = np.clip(prompt_tokens / per_step, 1e-9, osl)
+        return n, prompt_tokens / n
 
     def decode_bound(self, b: float, isl: int, osl: int) -> str:
+        """What limits the typical iteration: decode only, unless prompts are so many that every one carries some."""
         s = self.steps
         ctx = isl + osl / 2.0
-        tokens = np.asarray([b + max(b - 1, 0) * isl / osl], dtype=float)
+        n, per_chunk = self._prompt_iterations(b, max(b - 1, 0) * isl, isl, osl)
+        tokens = np.asarray([b + (float(per_chunk) if n >= osl else 0.0)], dtype=float)
         w = (s.weight_read_bytes_dense + self.shape.n_moe_layers * s.experts_touched(tokens)[0] * s.expert_bytes_gpu
              + b * ctx * s.kv_bytes_per_token_gpu) / s.bw_bytes_s
         c = 2 * self.shape.matmul_params * tokens[0] / self.tp / s.gemm_flops_s

@@ -370,6 +370,24 @@ def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = 
     return out
 
 
+def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[dict]:
+    """Every row whose source is dated `cutoff` (YYYY-MM) or later, predicted by a refit on the older sources' rows
+    alone (searched from mid-range, as leave-one-source-out is): how the estimator does on measurements newer than
+    anything it was fitted to. A source dated by its year only counts as that year's January."""
+    newer = [r for r in usable_rows() if _month(r.get("source_date", "")) >= cutoff]
+    older = [r for r in fit_rows() if _month(r.get("source_date", "")) < cutoff]
+    if not newer or not older:
+        raise ValueError(f"cutoff {cutoff}: {len(newer)} newer and {len(older)} older rows; need some on each side")
+    eff = fit(older, start=_unfitted_for(start, unidentified(older)), iters=iters, restart=False)
+    return errors(eff, newer)
+
+
+def _month(date: str) -> str:
+    """'2025-10 or later' -> '2025-10'; '2025' -> '2025-01'."""
+    d = (date or "").strip()[:7]
+    return d if len(d) == 7 else (d[:4] + "-01" if len(d) >= 4 else "")
+
+
 def _q(v: list[float], q: float) -> float:
     return float(np.quantile(np.asarray(v), q)) if v else float("nan")
 

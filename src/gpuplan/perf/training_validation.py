@@ -610,6 +610,19 @@ def source_groups(preps: list[PreparedRow]) -> list[list[int]]:
     return list(by.values())
 
 
+def forward_in_time(preps: list[PreparedRow], eff: TrainingEfficiency, cutoff: str) -> list[dict]:
+    """Every row published in or after `cutoff` (YYYY-MM) predicted by a fit on the older rows alone: how the
+    estimator does on measurements newer than anything it was fitted to (newer software, newer GPUs, newer models),
+    which leave-one-source-out, holding one table out at a time beside its successors, does not show."""
+    newer = [i for i, p in enumerate(preps) if (p.row.get("source_date") or "") >= cutoff]
+    if not newer or len(newer) == len(preps):
+        raise ValueError(f"cutoff {cutoff}: {len(newer)} of {len(preps)} rows are newer; need some on each side")
+    pred = held_out_predictions(preps, linearize(preps, eff), eff, [newer])
+    return [{"row": int(preps[i].row["row"]), "regime": row_regime(preps[i]), "kind": preps[i].kind,
+             "source_id": preps[i].row.get("source_id", ""), "error_pct": err_pct(float(pred[i]), preps[i].measured)}
+            for i in newer]
+
+
 def validate(preps: list[PreparedRow], eff: TrainingEfficiency, quick: bool = False) -> tuple[list[dict], dict]:
     """Per row: measured; predictions with the shipped parameters ("predicted", "error_pct"), with parameters fitted
     on every row ("fit"), leave-one-row-out ("loo") and leave-one-source-out ("loso"). Also returns the parameters
