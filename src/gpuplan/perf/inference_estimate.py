@@ -310,8 +310,10 @@ class _Replica:
         compute, which it does not share an iteration with."""
         ctx = isl + osl / 2.0
         n, per_chunk = self._prompt_iterations(b, prompt_tokens, isl, osl)
-        with_prompt = self.steps.step_time_s(b, per_chunk, ctx, isl / 2.0)
-        decode_only = self.steps.step_time_s(b, 0.0, ctx, isl / 2.0)
+        b, per_chunk = np.broadcast_arrays(np.asarray(b, dtype=float), per_chunk)
+        both = self.steps.step_time_s(np.concatenate([b.ravel(), b.ravel()]),  # one call: with and without a prompt
+                                      np.concatenate([per_chunk.ravel(), np.zeros(b.size)]), ctx, isl / 2.0)
+        with_prompt, decode_only = both[:b.size].reshape(b.shape), both[b.size:].reshape(b.shape)
         return (n * with_prompt + (osl - n) * decode_only) / osl
 
     def _prompt_iterations(self, b, prompt_tokens, isl: int, osl: int):
