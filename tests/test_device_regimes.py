@@ -47,6 +47,8 @@ tp_exposed 0.59 -> 0.79 made these single-GPU rows more pessimistic: LoRA +15.0%
 context +25.9% -> +31.4% (worst +32.8%), the bf16 control +7.8% -> +8.6%, the compiled FP8 speed-up -25.7% ->
 -28.4%; the others moved less than 2 points. The published rows' leave-one-source-out throughput error went the
 other way: median 10.6% -> 8.7%, p90 29.4% -> 30.0% on a set grown from 218 to 279 throughput rows.
+Sixth refit (2026-11-24: routed experts no longer slowed by the efficiency law at their narrow width; fine
+granularity is charged per local expert): every group moved less than 0.5 points (dense single-GPU shapes).
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -74,13 +76,13 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 17.7, 21.5),  # 19.6 / 25.3 before the fourth refit, 15.0 / 20.9 before the fifth (see docstring)
-    ("long_context", 31.4, 32.8),
-    ("long_context_all", 19.7, 32.8),
-    ("fp8", -57.5, -61.3),
+    ("lora", 17.3, 21.7),  # 19.6 / 25.3 before the fourth refit, 15.0 / 20.9 before the fifth (see docstring)
+    ("long_context", 31.8, 33.2),
+    ("long_context_all", 20.0, 33.2),
+    ("fp8", -57.4, -61.2),
     ("fp8_speedup_eager", -61.4, -64.1),
-    ("fp8_speedup_compile", -28.4, -32.4),
-    ("fp8_bf16_ref", 8.6, 10.9),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 after the third to fifth refits (docstring)
+    ("fp8_speedup_compile", -28.5, -32.4),
+    ("fp8_bf16_ref", 8.8, 11.1),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 -> 11.1 after the third to sixth refits (docstring)
     ("fp8_gemm", -17.9, -30.1),
     ("fp8_gemm_cast", -71.9, -90.9),
 ]

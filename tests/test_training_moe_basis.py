@@ -1,9 +1,6 @@
-"""Two refinements of the training time model, each without a new fitted parameter:
-
-- fine-grained MoE experts (FFN narrower than the hidden size) multiply through narrow GEMMs,
-  which run at the efficiency law's lower eta for their width;
-- a full run's published GPU-hours are compared with or without goodput according to what the
-  source says they measure (wall-clock allocation vs hours computed from measured throughput).
+"""A full run's published GPU-hours are compared with or without goodput according to what the source says they
+measure (wall-clock allocation vs hours computed from measured throughput); then the MoE, long-context, small-model,
+QLoRA and distillation physics of issue 13.
 """
 from __future__ import annotations
 
@@ -12,30 +9,7 @@ import pytest
 from gpuplan.models import get_preset
 from gpuplan.perf.efficiency import default_efficiency
 from gpuplan.perf.training_shape import model_shape
-from gpuplan.perf.training_time import routed_expert_extra_flops
 from gpuplan.perf.training_validation import includes_downtime, load_rows, prepare_row
-from gpuplan.perf.workload import make_workload
-
-
-def _extra(preset: str):
-    shape = model_shape(get_preset(preset))
-    return shape, routed_expert_extra_flops(shape, make_workload(tokens=1e9), default_efficiency())
-
-
-@pytest.mark.parametrize("preset", ["llama-3.1-8b", "mixtral-8x7b"])
-def test_dense_and_wide_experts_pay_nothing_extra(preset):
-    _, extra = _extra(preset)
-    assert extra.tolist() == [0.0, 0.0, 0.0]
-
-
-def test_fine_grained_experts_cost_more_per_token():
-    shape, extra = _extra("deepseek-v3")
-    assert 0 < shape.expert_ffn < shape.hidden
-    eff = default_efficiency()
-    slow = (1 + eff.h_half / shape.expert_ffn) / (1 + eff.h_half / shape.hidden) - 1
-    # forward + backward = 3 passes over the routed weights, 2 FLOPs per weight and token
-    assert extra[0] == pytest.approx(2 * shape.routed_active_params * 3 * slow)
-    assert extra[2] > extra[1] == extra[0]  # full recompute reruns the forward
 
 
 def test_hours_basis_decides_whether_goodput_applies():
@@ -254,3 +228,24 @@ def test_interleaved_pipeline_hides_its_transfers_except_the_warm_up_chain():
     assert float(plain["pp"]) > 0
     assert float(inter["pp"]) == pytest.approx(max(2 * m * 5 * one - float(inter["compute"]), 2 * (4 * 5 - 1) * one))
     assert float(inter["pp"]) < float(plain["pp"]) * 5  # far less than 2·m·v blocking transfers
+
+
+def test_fine_grained_experts_run_at_the_layers_efficiency_per_flop():
+    """Qwen3-30B-A3B's experts are 768 wide against a 2048 hidden size. With the token-row, imbalance and fixed
+    per-layer/per-expert costs switched off, a micro-batch's compute time is its FLOPs at the layer's efficiency
+    (attention apart): fine granularity is charged as more GEMMs (moe_expert_overhead_us), not as a lower eta."""
+    from gpuplan.catalog.gpus import get_gpu
+
+    eff = default_efficiency().with_params(m_half=0.0, moe_imbalance=1.0, layer_overhead_us=0.0,
+                                           moe_layer_overhead_us=0.0, moe_expert_overhead_us=0.0)
+    wl = pretraining(1e12, seq_len=512)  # short sequences: attention is a few % of the FLOPs
+    shape = model_shape(get_preset("qwen3-30b-a3b"))
+    assert shape.expert_ffn < shape.hidden / 2
+    r = _step("qwen3-30b-a3b", wl, d=8, e=8, b=8, eff=eff)
+    gpu = get_gpu("H100")
+    gemm_s = 6 * shape.matmul_active_params * 512 * 8 / (gpu.peak_tflops("bf16") * 1e12
+                                                          * float(eff.eta(0, 0, shape.hidden, "bf16")))
+    t_mb = float(r["compute"]) / float(r["micro_batches"])
+    # ~1.25 today (attention at its own efficiency, the permutation copies); the narrow-width law this replaced ran
+    # the routed 60% of the FLOPs 1.66x slower: ~1.65
+    assert gemm_s < t_mb < 1.4 * gemm_s

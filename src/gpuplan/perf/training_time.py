@@ -183,9 +183,12 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # Capped below the dense peak whatever the architecture or calibration factor says (MFU > 1 is impossible).
         eta = np.minimum(eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * feats.arch_factor, ETA_CEILING)
         dense_f = 1.0 + eff.m_half / rows
-        narrow = 1.0 + routed_narrow_slowdown(shape, eff)
+        # Routed experts: slowed by the few token rows each expert sees and by the busiest rank's excess load. An
+        # expert narrower than the hidden size is not slower per FLOP on that account (with many token rows a GEMM's
+        # arithmetic intensity is set by its two weight dimensions, and 768 x 2048 is compute-bound on every GPU here);
+        # what fine-grained experts cost is more GEMMs per layer: moe_expert_overhead_us per local expert, below.
         rows_e = rows * max(shape.top_k, 1) * e / max(shape.n_experts, 1)  # tokens per local expert
-        expert_f = narrow * (1.0 + eff.m_half / rows_e) * eff.moe_imbalance
+        expert_f = (1.0 + eff.m_half / rows_e) * eff.moe_imbalance
         pt = _mode_parts(parts_tok, rc, wl, lps)
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
         # low-precision GEMM ratio.
@@ -374,26 +377,6 @@ def _mode_parts(parts_tok: np.ndarray, rc: np.ndarray, wl: TrainingWorkload, lps
     frac = np.broadcast_to(recompute_fraction(wl, lps), rci.shape)[..., None]
     partial = parts_tok[0] + frac * (parts_tok[2] - parts_tok[0])
     return np.where((rci == 2)[..., None], partial, pt)
-
-
-def routed_narrow_slowdown(shape: ModelShape, eff: TrainingEfficiency) -> float:
-    """How much slower routed-expert GEMMs run than the layer's own width: the efficiency law
-    eta = eta_max / (1 + h_half / width) at the expert FFN width instead of h. Zero for dense
-    models and experts at least as wide as h (Mixtral, gpt-oss)."""
-    f, h = shape.expert_ffn, float(shape.hidden)
-    if shape.routed_active_params <= 0 or not 0 < f < h:
-        return 0.0
-    return (1.0 + eff.h_half / f) / (1.0 + eff.h_half / h) - 1.0
-
-
-def routed_expert_extra_flops(shape: ModelShape, wl: TrainingWorkload, eff: TrainingEfficiency) -> np.ndarray:
-    """Extra FLOP-equivalents per token (recompute none / selective / full) for routed-expert GEMMs
-    narrower than the hidden size (see routed_narrow_slowdown)."""
-    slow = routed_narrow_slowdown(shape, eff)
-    if slow == 0.0:
-        return np.zeros(3)
-    passes = np.array([3.0, 3.0, 4.0]) if wl.method == "full" else np.array([2.0, 2.0, 3.0])  # fwd+bwd, +fwd rerun
-    return 2.0 * shape.routed_active_params * passes * slow
 
 
 def compute_flops_parts(shape: ModelShape, wl: TrainingWorkload, lora_phi: float = 0.0) -> np.ndarray:
