@@ -224,6 +224,16 @@ def test_linearized_refit_matches_the_model():
     assert np.allclose(exact, linear, rtol=0.1)
 
 
+def test_a_whole_run_is_predicted_at_the_layout_the_planner_would_pick():
+    """Without a stated layout a global batch is rounded to each candidate's dp x micro-batch, so candidates differ in
+    batch: the one with the shortest step (Llama 2 7B on 288 A100s: TP2 PP8 DP18 at 1,026 sequences) is not the one
+    with the fewest GPU-hours (pure data parallelism at 1,152). Like the planner, rank by time per useful sequence."""
+    prep = prepare_row(_row("Llama-2-7B"))
+    eff = default_efficiency()
+    _, layout = predict(prep, eff)
+    assert (layout["tp"], layout["pp"]) == (1, 1) and layout["dp"] == prep.n
+
+
 def test_forward_in_time_fits_on_the_older_rows_only():
     """Rows from the cutoff month on are predicted by a fit on the older rows alone: the same predictions as leaving
     the newer rows out together; a cutoff with nothing on one side is refused."""

@@ -32,7 +32,7 @@ import numpy as np
 from gpuplan.catalog.records import Gpu
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import LAYOUT_KEYS, MEMORY_HEADROOM, LayoutFixed, _select, enumerate_layouts
+from gpuplan.perf.layout_search import LAYOUT_KEYS, MEMORY_HEADROOM, LayoutFixed, _select, _useful_batch, enumerate_layouts
 from gpuplan.perf.training_flops import model_flops_per_token
 from gpuplan.perf.training_memory import memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
@@ -244,13 +244,16 @@ def row_efficiency(prep: PreparedRow, eff: TrainingEfficiency) -> TrainingEffici
 
 
 def steady_state(prep: PreparedRow, eff: TrainingEfficiency) -> tuple[float, dict]:
-    """Best step time over the prepared layouts and that layout."""
+    """Step time of the layout the planner would pick among the prepared ones (least time per useful sequence: a
+    global batch left to the layout is rounded to its dp x micro-batch, so candidates differ in batch), and that
+    layout."""
     eff = row_efficiency(prep, eff)
     lay = prep.layouts
     res = step_time_s(prep.shape, prep.wl, prep.feats, eff, *(lay[k] for k in LAYOUT_KEYS), lay["batch"],
                       prep.gpn, prep.inter)
-    i = int(np.argmin(res["total"]))
-    return float(res["total"][i]), {k: int(lay[k][i]) for k in (*LAYOUT_KEYS, "batch")}
+    total = np.broadcast_to(res["total"], lay["batch"].shape)
+    i = int(np.argmin(total / _useful_batch(lay["batch"], prep.wl)))
+    return float(total[i]), {k: int(lay[k][i]) for k in (*LAYOUT_KEYS, "batch")}
 
 
 def predict(prep: PreparedRow, eff: TrainingEfficiency) -> tuple[float, dict]:
