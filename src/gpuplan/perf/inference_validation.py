@@ -372,8 +372,8 @@ def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = 
 
 def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[dict]:
     """Every row whose source is dated `cutoff` (YYYY-MM) or later, predicted by a refit on the older sources' rows
-    alone (searched from mid-range, as leave-one-source-out is): how the estimator does on measurements newer than
-    anything it was fitted to. A source dated by its year only counts as that year's January."""
+    alone (the same refit leave-one-source-out runs for each held-out source): how the estimator does on measurements
+    newer than anything it was fitted to. A source dated by its year only counts as that year's January."""
     newer = [r for r in usable_rows() if _month(r.get("source_date", "")) >= cutoff]
     older = [r for r in fit_rows() if _month(r.get("source_date", "")) < cutoff]
     if not newer or not older:
