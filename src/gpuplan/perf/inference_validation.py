@@ -364,10 +364,15 @@ def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = 
     out = []
     for sid in sorted({key(r) for r in usable_rows()}):
         held = [r for r in usable_rows() if key(r) == sid]
-        rest = [r for r in rows if key(r) != sid]
-        eff = fit(rest, start=_unfitted_for(start, unidentified(rest)), iters=iters, restart=False)
-        out.extend(errors(eff, held))
+        out.extend(_refit_and_predict(start, [r for r in rows if key(r) != sid], held, iters))
     return out
+
+
+def _refit_and_predict(start: Efficiency, train: list[dict], held: list[dict], iters: int) -> list[dict]:
+    """The held-out check's one step: refit on `train` alone (what it cannot inform at its unfitted default, see
+    `unidentified`), then the errors of that refit on `held`."""
+    eff = fit(train, start=_unfitted_for(start, unidentified(train)), iters=iters, restart=False)
+    return errors(eff, held)
 
 
 def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[dict]:
@@ -378,8 +383,7 @@ def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[di
     older = [r for r in fit_rows() if _month(r.get("source_date", "")) < cutoff]
     if not newer or not older:
         raise ValueError(f"cutoff {cutoff}: {len(newer)} newer and {len(older)} older rows; need some on each side")
-    eff = fit(older, start=_unfitted_for(start, unidentified(older)), iters=iters, restart=False)
-    return errors(eff, newer)
+    return _refit_and_predict(start, older, newer, iters)
 
 
 def _month(date: str) -> str:
