@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     eff = fitted_efficiency()
     print(f"parameters: eta_bw {eff.eta_bw:.3f}, eta_c {eff.eta_c:.3f} (x{eff.lowp_gemm_ratio} for 8/4-bit GEMMs), "
           f"all-reduce {eff.allreduce_latency_us:.1f} us, step overhead {eff.step_overhead_ms:.2f} ms, "
-          f"latency factor {eff.latency_factor:.3f}, MoE t_half {eff.moe_half_tokens:.1f} tokens, "
+          f"latency factor {eff.latency_factor:.3f}, MoE t_half {eff.moe_half_tokens:.1f} tokens, MoE GEMM share {eff.moe_gemm_ratio:.3f}, "
           f"MoE pair overhead {eff.moe_pair_overhead_ns:.1f} ns, expert-popularity CV {eff.ep_hot_excess:.2f}, "
           f"layer floor {eff.layer_overhead_us:.1f} us, server front end {eff.frontend_ms:.1f} ms, engine factors "
           f"{ {k: round(x, 3) for k, x in eff.engine_factor.items()} }  [{eff.source}]")

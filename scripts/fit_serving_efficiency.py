@@ -4,10 +4,11 @@
 Reads src/gpuplan/perf/data/inference-runs.csv (scripts/build_serving_validation.py) and fits
 twelve shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
 eta_c, the NVLink all-reduce latency, a per-step overhead, a per-layer kernel floor, the
-decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert, a
-router/permutation time per token-expert pair, the expert-parallel routing skew, a served
-request's front-end time (TTFT outside the engine iterations), and the
-speeds of vLLM and of the static-batch engine (Optimum-Habana) relative to TensorRT-LLM.
+decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert and
+its large-batch share of eta_c, a router/permutation time per token-expert pair, the
+expert-parallel routing skew, and the speeds of vLLM and of the static-batch engine
+(Optimum-Habana) relative to TensorRT-LLM. A served request's front-end time (TTFT outside the
+engine iterations) is held at its public measurement (inference_validation.MEASURED).
 Nelder-Mead restarts from its best point (--restarts) until a pass gains < 0.1 %.
 Nothing is fitted per model or per row. Writes
 src/gpuplan/perf/data/inference-efficiency.json with the parameters and the in-sample errors;
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "latency_factor": round(eff.latency_factor, 4),
         "moe_half_tokens": round(eff.moe_half_tokens, 2),
+        "moe_gemm_ratio": round(eff.moe_gemm_ratio, 4),
         "moe_pair_overhead_ns": round(eff.moe_pair_overhead_ns, 2),
         "layer_overhead_us": round(eff.layer_overhead_us, 2),
         "ep_hot_excess": round(eff.ep_hot_excess, 4),
@@ -57,13 +59,15 @@ def main(argv: list[str] | None = None) -> int:
                  "allreduce_latency_us: latency of one NVLink all-reduce (one-shot; two-shot pays it twice; a PCIe "
                  "ring pays it per hop); step_overhead_ms: scheduler time per engine iteration; latency_factor: the "
                  "decode weight stream's share of eta_bw (CUDA-graph decode, no engine factor); moe_half_tokens: "
-                 "tokens per touched expert at which grouped expert GEMMs reach half of eta_c; moe_pair_overhead_ns: "
+                 "tokens per touched expert at which grouped expert GEMMs reach half of their large-batch efficiency; "
+                 "moe_gemm_ratio: the share of eta_c grouped expert GEMMs reach with many tokens per expert; moe_pair_overhead_ns: "
                  "router/permutation time per token-expert pair per MoE layer; layer_overhead_us: kernel floor per layer per step "
                  "(CUDA-graph decode); ep_hot_excess: coefficient of variation of expert popularity; the busiest of "
                  "ep GPUs holding E/ep experts each carries 1 + ep_hot_excess x sqrt(ep/E) x sqrt(2 ln ep) of the mean "
                  "load (at most 1.5: a physical ceiling); frontend_ms: a served "
                  "request's time outside the engine iterations (HTTP, tokenisation, admission, first-token streaming), "
-                 "added to TTFT, zero for offline harnesses (trtllm-bench, benchmark_latency, library calls); lowp_gemm_ratio (not fitted, "
+                 "added to TTFT, zero for offline harnesses (trtllm-bench, benchmark_latency, library calls), not fitted: the public "
+                 "client-vs-engine TTFT gap (vLLM PR #54628, tt-inference-server #190; engines._UNFITTED); lowp_gemm_ratio (not fitted, "
                  "formulas.md \u00a75): share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: "
                  "speed of the per-token work relative to TensorRT-LLM (reference, 1.0); continuous-batching engines "
                  "without rows (SGLang) run at the mean of vLLM and TensorRT-LLM."),

@@ -49,6 +49,10 @@ context +25.9% -> +31.4% (worst +32.8%), the bf16 control +7.8% -> +8.6%, the co
 other way: median 10.6% -> 8.7%, p90 29.4% -> 30.0% on a set grown from 218 to 279 throughput rows.
 Sixth refit (2026-11-24: routed experts no longer slowed by the efficiency law at their narrow width; fine
 granularity is charged per local expert): every group moved less than 0.5 points (dense single-GPU shapes).
+Seventh refit (2026-11-24, ninth session: 42 rows from torchtitan, AWS and AMD joined the fit, TP overlap read from
+the rows): attention slowed (attn_ratio 0.52 -> 0.48) and the long-context rows grew more pessimistic, +31.8% ->
++37.7% (worst +33.3% -> +40.1%; all long-context rows +19.9% -> +22.5%); LoRA +17.1% -> +15.1%; the others moved
+less than 2 points.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -77,8 +81,8 @@ PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
     ("lora", 17.1, 21.5),  # 19.6 / 25.3 before the fourth refit, 15.0 / 20.9 before the fifth (see docstring)
-    ("long_context", 31.8, 33.3),
-    ("long_context_all", 19.9, 33.3),
+    ("long_context", 37.7, 40.1),  # 31.8 / 33.3 before the seventh refit (docstring)
+    ("long_context_all", 22.5, 40.1),
     ("fp8", -57.5, -61.3),
     ("fp8_speedup_eager", -61.4, -64.1),
     ("fp8_speedup_compile", -28.4, -32.3),

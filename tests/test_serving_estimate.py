@@ -502,3 +502,23 @@ def test_dense_prompts_do_not_hide_under_a_memory_bound_decode(models):
     b, isl, osl = 512.0, 2048, 128
     whole = float(rep._mean_step_s(np.array([b]), np.array([b * isl]), isl, osl)[0])
     assert whole == pytest.approx(_spread_step_s(rep, b, isl, osl), rel=1e-9)
+
+
+def test_few_tokens_per_expert_are_priced_by_the_expert_weight_stream(models):
+    """gpt-oss-120b on 2 H100 (TP2) with vLLM at 64 requests: 64 decode tokens spread over 128 experts (top-4) is
+    2 tokens per expert. The grouped GEMM is then memory-bound: the step reads every touched expert once, as
+    InferenceX measured (TPOT 15.2 ms, issue 828). The old law priced those GEMMs at t/(t + 177) of eta_c, 4-5x the
+    stream (a 70 ms step); with many tokens per expert they still reach only moe_gemm_ratio of eta_c."""
+    import numpy as np
+
+    rep = _steps(models, "gpt-oss-120b", "H100", 2, "int4", "bf16", engine="vllm")
+    s, sh = rep.steps, rep.steps.shape
+    b = np.array([64.0])
+    step = float(s.step_time_s(b, np.array([0.0]), 1024 + 512, 512)[0])
+    touched = s.experts_touched(b)
+    stream = float((s.weight_read_bytes_dense + sh.n_moe_layers * touched * s.expert_bytes_gpu)[0]
+                   / (s.bw_bytes_s * s.latency_factor))
+    assert step < 2.0 * stream
+    assert 5.0 < step * 1e3 < 25.0  # measured 15.2 ms (mean TPOT over a 1k/1k closed loop)
+    big = float(s.grouped_gemm_efficiency(np.array([1e6]))[0])
+    assert big == pytest.approx(s.moe_gemm_ratio, rel=0.01) and 0.3 <= big < 1.0

@@ -25,6 +25,7 @@ _UNFITTED = {
     "lowp_gemm_ratio": 0.8,
     "latency_factor": 1.0,
     "moe_half_tokens": 16.0,
+    "moe_gemm_ratio": 1.0,
     "moe_pair_overhead_ns": 0.0,
     "layer_overhead_us": 0.0,
     "ep_hot_excess": 0.0,
@@ -52,8 +53,12 @@ class Efficiency:
     # eta_bw whatever the engine: the engine factor, fitted on max-throughput rows, scales only the work that
     # grows with the batch (FLOPs, KV reads, MoE token traffic), so concurrency-1 latency does not carry it.
     latency_factor: float = 1.0
-    # Grouped expert GEMMs reach t/(t + moe_half_tokens) of eta_c with t tokens per touched expert.
+    # Grouped expert GEMMs reach moe_gemm_ratio x t/(t + moe_half_tokens) of eta_c with t tokens per touched expert:
+    # the ratio is what they reach with many tokens per expert (ragged groups, per-expert scales, tile tails); the
+    # half-point how fast a few tokens per expert stop paying a whole tile. Below the weight stream they cost nothing
+    # extra: a decode step with few tokens per expert is priced by reading the touched experts (inference_timing.py).
     moe_half_tokens: float = 16.0
+    moe_gemm_ratio: float = 1.0
     # Router, permutation and unpermutation kernels: seconds x 1e-9 per (token, routed expert, MoE layer),
     # split over the replica's GPUs; small scatter/gather kernels that do not speed up with the GPU.
     moe_pair_overhead_ns: float = 0.0
@@ -174,6 +179,7 @@ def fitted_efficiency() -> Efficiency:
         allreduce_latency_us=float(p["allreduce_latency_us"]),
         step_overhead_ms=float(p["step_overhead_ms"]), lowp_gemm_ratio=float(p["lowp_gemm_ratio"]),
         latency_factor=float(p.get("latency_factor", 1.0)), moe_half_tokens=float(p.get("moe_half_tokens", 16.0)),
+        moe_gemm_ratio=float(p.get("moe_gemm_ratio", 1.0)),
         moe_pair_overhead_ns=float(p.get("moe_pair_overhead_ns", 0.0)),
         layer_overhead_us=float(p.get("layer_overhead_us", 0.0)), ep_hot_excess=float(p.get("ep_hot_excess", 0.0)),
         frontend_ms=float(p.get("frontend_ms", 0.0)),

@@ -230,7 +230,7 @@ class _Replica:
         dense_rate = bf16_rate if mem.dense_kept_16bit(shape, wf.bytes_per_param) else gemm_rate
         self.steps = StepModel(
             shape=shape, tp=tp, dp_attention=dp_attention, ep=ep, nvlink=gpu.nvlink_gbps > 0,
-            latency_factor=eff.latency_factor, moe_half_tokens=eff.moe_half_tokens,
+            latency_factor=eff.latency_factor, moe_half_tokens=eff.moe_half_tokens, moe_gemm_ratio=eff.moe_gemm_ratio,
             moe_pair_overhead_s=eff.moe_pair_overhead_ns * 1e-9, layer_overhead_s=eff.layer_overhead_us * 1e-6,
             ep_hot_excess=eff.ep_hot_excess,
             weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
@@ -472,7 +472,7 @@ def estimate_serving(
         "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
         "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,
         "dp_attention": dp_attention, "ep": rep.ep, "kv_shards_per_token": rep.kv_shards,
-        "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens,
+        "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens, "moe_gemm_ratio": eff.moe_gemm_ratio,
         "moe_pair_overhead_ns": eff.moe_pair_overhead_ns, "layer_overhead_us": eff.layer_overhead_us,
         "ep_hot_excess": eff.ep_hot_excess, "frontend_ms": rep.frontend_s * 1e3,
         "decode_latency": "weight stream at eta_bw x latency_factor (CUDA-graph decode), no engine factor; "

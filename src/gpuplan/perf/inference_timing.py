@@ -58,6 +58,7 @@ class StepModel:
     ep: int = 1  # expert-parallel degree (1: experts tensor-sliced)
     latency_factor: float = 1.0
     moe_half_tokens: float = 16.0
+    moe_gemm_ratio: float = 1.0  # share of eta_c grouped expert GEMMs reach with many tokens per expert
     ep_hot_excess: float = 0.0  # extra load on the busiest expert-parallel GPU from skewed routing
     layer_overhead_s: float = 0.0  # kernel floor per layer per step (CUDA-graph decode)
     moe_pair_overhead_s: float = 0.0  # router + permute + unpermute time per (token, expert, layer), GPU-independent
@@ -73,13 +74,13 @@ class StepModel:
         return e * (1.0 - np.power(1.0 - k / e, tokens))
 
     def grouped_gemm_efficiency(self, tokens: np.ndarray) -> np.ndarray:
-        """Share of eta_c the routed experts' grouped GEMM reaches: t/(t + t½), t tokens per touched expert."""
+        """Share of eta_c the routed experts' grouped GEMM reaches: r·t/(t + t½), t tokens per touched expert."""
         s = self.shape
         if not s.n_experts:
             return np.ones_like(tokens, dtype=float)
         touched = np.maximum(self.experts_touched(tokens), 1e-9)
         t = tokens * s.n_active_experts / touched
-        return t / (t + self.moe_half_tokens)
+        return self.moe_gemm_ratio * t / (t + self.moe_half_tokens)
 
     def ep_imbalance(self, tokens: np.ndarray) -> np.ndarray:
         """Load of the busiest of ep GPUs over the mean, m token-expert pairs per GPU. Experts are not

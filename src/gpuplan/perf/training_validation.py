@@ -94,9 +94,14 @@ def row_gpu(row) -> Gpu:
     from gpuplan.catalog.gpus import get_gpu
 
     if "(validation only)" in row["gpu_id"]:
-        return Gpu(id=row["gpu_id"], vendor="Google", memory_gb=float(row["gpu_memory_gb"]),
-                   mem_bw_tbps=float(row["gpu_mem_bw_tbps"]), bf16_tflops=float(row["gpu_peak_tflops"]),
-                   nvlink_gbps=float(row["gpu_nvlink_gbps"]), form_factor="TPU (validation only)")
+        # A chip the catalog does not sell, specified in the row: a TPU, or a variant of a catalog GPU (Meta's
+        # 500 W, 96 GB H100: its tensor units are Hopper's, so FP8 runs at twice the stated BF16 peak).
+        bf16 = float(row["gpu_peak_tflops"])
+        tpu = "TPU" in row["gpu_id"]
+        return Gpu(id=row["gpu_id"], vendor="Google" if tpu else "NVIDIA", memory_gb=float(row["gpu_memory_gb"]),
+                   mem_bw_tbps=float(row["gpu_mem_bw_tbps"]), bf16_tflops=bf16, fp8_tflops=None if tpu else 2 * bf16,
+                   nvlink_gbps=float(row["gpu_nvlink_gbps"]),
+                   form_factor="TPU (validation only)" if tpu else "SXM (validation only)")
     return get_gpu(row["gpu_id"])
 
 
@@ -233,13 +238,23 @@ def token_dropping(row) -> bool:
     return "token-dropping" in (row.get("notes") or "")
 
 
+def tp_not_overlapped(row) -> bool:
+    """A row whose source ran tensor parallelism without overlapping its collectives with compute (torchtitan's
+    "vanilla TP", against its async TP), as the row's notes mark it."""
+    return "TP not overlapped" in (row.get("notes") or "")
+
+
 def row_efficiency(prep: PreparedRow, eff: TrainingEfficiency) -> TrainingEfficiency:
     """The parameters as they apply to this row. Dropless MoE (the estimator's default) sizes every all-to-all from
     per-expert token counts copied to the host, a synchronisation per MoE layer and micro-batch that stops the CPU
     from queueing kernels ahead: that is what `moe_layer_overhead_us` charges. A token-dropping run has static
-    capacity-sized buffers, no such sync, and pays none of it."""
+    capacity-sized buffers, no such sync, and pays none of it. `tp_exposed` is the share of tensor-parallel traffic
+    left on the critical path by the overlap the planner assumes (Megatron's tp_comm_overlap, torchtitan's async
+    TP); a run the source says did not overlap it exposes all of it."""
     if prep.shape.is_moe and token_dropping(prep.row):
-        return eff.with_params(moe_layer_overhead_us=0.0)
+        eff = eff.with_params(moe_layer_overhead_us=0.0)
+    if tp_not_overlapped(prep.row):
+        eff = eff.with_params(tp_exposed=1.0)
     return eff
 
 
