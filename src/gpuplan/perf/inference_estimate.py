@@ -472,7 +472,8 @@ def estimate_serving(
         "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
         "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,
         "dp_attention": dp_attention, "ep": rep.ep, "kv_shards_per_token": rep.kv_shards,
-        "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens, "moe_gemm_ratio": eff.moe_gemm_ratio,
+        "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens,
+        "moe_gemm_ratio": eff.moe_gemm_ratio,
         "moe_pair_overhead_ns": eff.moe_pair_overhead_ns, "layer_overhead_us": eff.layer_overhead_us,
         "ep_hot_excess": eff.ep_hot_excess, "frontend_ms": rep.frontend_s * 1e3,
         "decode_latency": "weight stream at eta_bw x latency_factor (CUDA-graph decode), no engine factor; "

@@ -152,7 +152,9 @@ def comparisons(rows: list[dict] | None = None) -> list[Comparison]:
 # (trtllm-bench, benchmark_latency / benchmark_throughput, a library call) with no front end in its timings.
 SERVED_SOURCES = frozenset({"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100", "inferencex-870", "inferencex-828",
                             "inferencex-pr1061-mi300x", "tt-gpu-ref-dsr1-356", "emmy-cloudrift-qwen3",
-                            "achatbot-sglang-gptoss-183", "vllm-pr48757-qwen3-32b"})
+                            "achatbot-sglang-gptoss-183", "vllm-pr48757-qwen3-32b", "gpustack-qwen3-32b-h100",
+                            "gpustack-qwen3-32b-a100", "gpustack-qwen3-14b-h100", "gpustack-qwen3-14b-a100",
+                            "gpustack-qwen3-8b-h100-latency", "vllm-pr25135-405b-mxfp4", "vllm-recipes-pr431-mi300x"})
 
 
 def served(row: dict) -> bool:
@@ -354,6 +356,7 @@ SOURCE_FAMILIES = {
     "trtllm-perf-v1.0": "trtllm-bench-pytorch", "trtllm-perf-v1.2": "trtllm-bench-pytorch",
     "trtllm-perf-v0.14": "trtllm-bench-engine", "trtllm-perf-v0.17": "trtllm-bench-engine",
     "amd-rocm-perf-2025-04": "amd-rocm-perf", "amd-rocm-perf-2025-07": "amd-rocm-perf", "amd-rocm-perf-2025-10": "amd-rocm-perf",
+    "amd-rocm-perf-2025-11": "amd-rocm-perf",
     "intel-gaudi2-perf-1.18": "intel-gaudi-perf", "intel-gaudi3-perf-1.18": "intel-gaudi-perf",
     "mlperf-inference-v4.0": "mlperf-inference", "mlperf-inference-v4.1": "mlperf-inference",
     "gpustack-gpt-oss-20b-h100": "gpustack-perf-lab", "gpustack-gpt-oss-20b-a100": "gpustack-perf-lab",
