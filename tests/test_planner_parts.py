@@ -37,6 +37,7 @@ def test_pareto_ignores_non_finite():
     ("eu-north1", "eu"), ("Denmark, DK, EU", "eu"), ("East Coast (NY2)", "us-east"), ("us-carlsbad-1", "us-west"),
     ("SE", "eu"), ("asia-south-1", "ap-south"), ("jp-tok", "ap-east"), ("us-central1", "us-central"),
     ("global", None), ("", None), ("Vietnam, VN, AS", "ap-southeast"), ("australia-east-1", "oceania"),
+    ("CN, AS", "ap-east"), ("CA, NA", "us-east"),  # Vast hosts listed without a city
 ])
 def test_region_geography(region, geo):
     assert region_geography(region) == geo

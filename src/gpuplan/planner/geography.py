@@ -47,7 +47,7 @@ def _one_region_geography(region: str) -> str | None:
     text = (region or "").strip()
     if not text:
         return None
-    m = re.search(r",\s*([A-Z]{2}),\s*[A-Z]{2}\s*$", text)  # Vast: 'Denmark, DK, EU'
+    m = re.search(r"(?:^|,)\s*([A-Z]{2}),\s*[A-Z]{2}\s*$", text)  # Vast: 'Denmark, DK, EU' or, cityless, 'CN, AS'
     if m and m[1] in _data()["country_codes"]:
         return _data()["country_codes"][m[1]]
     if re.fullmatch(r"[A-Z]{2}", text) and text in _data()["country_codes"]:  # RunPod: 'SE'
