@@ -24,10 +24,14 @@ MODELS = ROOT / "src/gpuplan/perf/data/inference-models.json"
 
 COLUMNS = [
     "row_id", "source_id", "source_date", "regime", "model", "model_label", "params_b", "active_params_b", "gpu",
-    "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "input_len", "output_len",
+    "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "served",
+    "input_len", "output_len",
     "concurrency", "max_num_seqs", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
     "measured_tpot_ms", "use", "skip_reason", "notes", "source",
 ]
+
+# Sources benchmarked with `vllm bench serve` against `vllm serve` (their TTFT includes the server's front end).
+SERVED_SOURCES = {"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100"}
 
 # MLPerf llama2-70b (OpenOrca subset): the rows give output length but not input length.
 MLPERF_ISL = 684
@@ -394,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     from gpuplan.perf.inference_validation import classify_regime
 
     for r in out:
+        # Timed through a serving front end: an SLO scenario, or a source benchmarked against its HTTP server.
+        r["served"] = "yes" if r["scenario"] == "server_slo" or r["source_id"] in SERVED_SOURCES else ""
         r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
                                       int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -147,19 +147,11 @@ def comparisons(rows: list[dict] | None = None) -> list[Comparison]:
     return out
 
 
-# Sources whose rows were measured through a serving front end (an HTTP / gRPC server with its tokeniser) besides
-# those whose scenario is server_slo: `vllm bench serve` against `vllm serve`. Every other row is an offline harness
-# (trtllm-bench, benchmark_latency / benchmark_throughput, a library call) with no front end in its timings.
-SERVED_SOURCES = frozenset({"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100", "inferencex-870", "inferencex-828",
-                            "inferencex-pr1061-mi300x", "tt-gpu-ref-dsr1-356", "emmy-cloudrift-qwen3",
-                            "achatbot-sglang-gptoss-183", "vllm-pr48757-qwen3-32b", "gpustack-qwen3-32b-h100",
-                            "gpustack-qwen3-32b-a100", "gpustack-qwen3-14b-h100", "gpustack-qwen3-14b-a100",
-                            "gpustack-qwen3-8b-h100-latency", "vllm-pr25135-405b-mxfp4", "vllm-recipes-pr431-mi300x"})
-
-
 def served(row: dict) -> bool:
-    """Whether a row's timings include a server front end (see Efficiency.frontend_ms)."""
-    return row["scenario"] == "server_slo" or row["source_id"] in SERVED_SOURCES
+    """Whether a row's timings include a server front end (an HTTP / gRPC server with its tokeniser, e.g. `vllm bench
+    serve` against `vllm serve`), as its `served` column says; an offline harness (trtllm-bench, benchmark_latency, a
+    library call) has none in its timings (see Efficiency.frontend_ms)."""
+    return row.get("served") == "yes"
 
 
 def predict_row(row: dict, eff: Efficiency):
