@@ -17,6 +17,8 @@ one benchmark table do not drown the others:
 - tp_exposed, cp_exposed: shares of TP collectives and the context-parallel ring left on the
   critical path; ep_exposed: the share of the MoE all-to-all that never hides (the rest overlaps one
   micro-batch's compute, and what exceeds that compute is exposed as well);
+- dp_exposed: the share of every data-parallel gradient reduce / weight gather that never hides behind
+  compute (last bucket, first gather, NCCL's SMs taken from the GEMMs);
 - moe_imbalance: busiest expert-parallel rank over the mean;
 - moe_layer_overhead_us: fixed time per MoE layer and micro-batch in dropless MoE (the host sync on
   per-expert token counts, router/permute kernels); rows marked token-dropping (static capacity) skip it, and so
@@ -54,6 +56,7 @@ COMPUTE_PARAMS = {
     "lowp_fp8": (0.4, 1.0, 0.8),
     "ep_exposed": (0.1, 1.0, 0.8),
     "cp_exposed": (0.0, 1.0, 0.3),
+    "dp_exposed": (0.0, 1.0, 0.3),
     "moe_imbalance": (1.0, 1.6, 1.15),
     "moe_layer_overhead_us": (0.0, 10000.0, 300.0),
     "moe_expert_overhead_us": (0.0, 1000.0, 50.0),
@@ -122,7 +125,7 @@ def main(argv: list[str]) -> int:
                  "slower (routed experts: M = tokens per expert per micro-batch); attention at attn_ratio of the "
                  "GEMM efficiency (FlashAttention backward = 2.5 forward passes; on Blackwell x attn_blackwell); "
                  "layer_overhead_us per layer and "
-                 "micro-batch; tp/cp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
+                 "micro-batch; tp/cp/dp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
                  "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; moe_layer_overhead_us: per MoE layer and micro-batch in dropless MoE "
                  "(token-dropping runs and NVL72 racks skip it); moe_expert_overhead_us: per local expert, MoE layer "
                  "and micro-batch; goodput(n) = "

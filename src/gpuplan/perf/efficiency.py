@@ -40,7 +40,7 @@ import numpy as np
 EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
-REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed",
+REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
                        "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us")
 
 
@@ -51,6 +51,7 @@ class TrainingEfficiency:
     lowp_ratio: dict = field(default_factory=lambda: {"fp8": 0.8, "fp4": 0.7})  # formulas.md §5: FP8 ~43-45% of FP8 peak
     tp_exposed: float = 0.5  # share of tensor-parallel collectives not hidden behind GEMMs
     dp_overlap: float = 0.9  # share of the last micro-batch's backward that can hide the gradient reduce
+    dp_exposed: float = 0.0  # share of every data-parallel collective that never hides
     cp_exposed: float = 0.3  # ring-attention K/V exchange mostly overlaps attention compute
     ep_exposed: float = 1.0  # MoE all-to-all on the critical path unless the framework overlaps it
     scaleup_efficiency: float = 0.8  # NCCL bus bandwidth / link bandwidth on NVLink-class fabrics

@@ -25,7 +25,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   (interleaved schedule) overlapped with compute except the warm-up / cool-down chain;
 - DP (ZeRO 0-2): one reduce of the stage's gradients per step, 2(n-1)/n·S, hidden behind the
   last micro-batch's backward up to `dp_overlap`; ZeRO-3 gathers weights and reduce-scatters
-  gradients for every micro-batch (3(n-1)/n·S each), hidden behind that micro-batch;
+  gradients for every micro-batch (3(n-1)/n·S each), hidden behind that micro-batch; never less
+  than `dp_exposed` of either on the critical path;
 - optimizer: Adam touches ~30 bytes per sharded parameter at HBM speed.
 """
 from __future__ import annotations
@@ -342,7 +343,11 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     grad_s = weight_s if wl.method == "full" else grad_params * spb
     has_dp = np.where(n_dp > 1, 1.0, 0.0)
     reduce_s = 2.0 * grad_s * g_b + 2 * lat_dp * has_dp
-    dp_once = np.maximum(0.0, reduce_s - eff.dp_overlap * t_mb * (2.0 / 3.0))
+    # `dp_exposed` of every data-parallel collective never hides, however long the compute beside it: the
+    # reduction of the last gradient bucket (the embeddings and first layers finish last), the first bucket's
+    # weight gather before any forward work, and the SMs NCCL takes from the overlapped GEMMs.
+    hidden = lambda comm, window: np.maximum(eff.dp_exposed * comm, comm - window)  # noqa: E731
+    dp_once = hidden(reduce_s, eff.dp_overlap * t_mb * (2.0 / 3.0))
     # ZeRO-3: every micro-batch gathers the weights twice (fwd, bwd) and reduce-scatters the
     # gradients, hidden behind that micro-batch's compute as far as it goes.
     # It gathers layer by layer: three ring collectives per layer, and a ring that leaves the node pays a
@@ -350,11 +355,11 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # reduce-scatter): at a thousand ranks the per-layer latency, not the bandwidth, bounds FSDP.
     ring_lat = lat_dp + np.where(n_world > local, (n_dp - 1.0) * RING_STEP_NET_US * 1e-6, 0.0)
     z3_one = 2.0 * weight_s * 2.0 + grad_s * 2.0 + 3 * lps * ring_lat * has_dp
-    dp_z3 = m * np.maximum(0.0, z3_one - eff.dp_overlap * t_mb)
+    dp_z3 = m * hidden(z3_one, eff.dp_overlap * t_mb)
     # ZeRO-2 keeps no full gradient buffer: gradients are reduce-scattered after every micro-batch,
     # updated weights all-gathered once per step.
     z2_one = grad_s * g_b + lat_dp * has_dp
-    dp_z2 = m * np.maximum(0.0, z2_one - eff.dp_overlap * t_mb * (2.0 / 3.0)) + grad_s * 2.0
+    dp_z2 = m * hidden(z2_one, eff.dp_overlap * t_mb * (2.0 / 3.0)) + grad_s * 2.0
     dp = np.where(z >= 3, dp_z3, np.where(z == 2, dp_z2, dp_once))
 
     # Optimizer update at HBM speed on the parameters this GPU owns.
