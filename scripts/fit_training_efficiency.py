@@ -44,22 +44,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "gpuplan" / "perf" / "data" / "training-efficiency.json"
 
-# name: (lower, upper, start). Bounds keep each parameter physical.
-COMPUTE_PARAMS = {
-    "eta_max": (0.3, 0.95, 0.65),
-    "h_half": (0.0, 6000.0, 1200.0),
-    "tp_exposed": (0.0, 1.0, 0.7),
-    "m_half": (0.0, 2048.0, 256.0),
-    "layer_overhead_us": (0.0, 500.0, 60.0),
-    "attn_ratio": (0.25, 1.0, 0.6),
-    "attn_blackwell": (0.7, 2.5, 1.0),
-    "lowp_fp8": (0.4, 1.0, 0.8),
-    "ep_exposed": (0.1, 1.0, 0.8),
-    "cp_exposed": (0.0, 1.0, 0.3),
-    "dp_exposed": (0.0, 1.0, 0.3),
-    "moe_imbalance": (1.0, 1.6, 1.15),
-    "moe_layer_overhead_us": (0.0, 10000.0, 300.0),
-    "moe_expert_overhead_us": (0.0, 1000.0, 50.0),
+# name: start of the simplex. The physical bounds are training_validation.PARAM_BOUNDS (the held-out refits use them too).
+COMPUTE_STARTS = {
+    "eta_max": 0.65, "h_half": 1200.0, "tp_exposed": 0.7, "m_half": 256.0, "layer_overhead_us": 60.0,
+    "attn_ratio": 0.6, "attn_blackwell": 1.0, "lowp_fp8": 0.8, "ep_exposed": 0.8, "cp_exposed": 0.3,
+    "dp_exposed": 0.3, "moe_imbalance": 1.15, "moe_layer_overhead_us": 300.0, "moe_expert_overhead_us": 50.0,
 }
 
 
@@ -71,7 +60,7 @@ def _apply(eff, x: dict):
 
 
 def fit_compute(preps, eff, iters: int = 400):
-    from gpuplan.perf.training_validation import _nelder_mead, steady_state
+    from gpuplan.perf.training_validation import PARAM_BOUNDS, _nelder_mead, steady_state
 
     rows = [p for p in preps if p.kind == "THROUGHPUT"]
     regime = [p.row.get("regime") or "dense" for p in rows]
@@ -79,16 +68,16 @@ def fit_compute(preps, eff, iters: int = 400):
     w = np.array([1.0 / count[r] for r in regime])
     w = w / w.sum()
     meas = np.array([p.measured for p in rows])
-    names = list(COMPUTE_PARAMS)
-    lo = [COMPUTE_PARAMS[k][0] for k in names]
-    hi = [COMPUTE_PARAMS[k][1] for k in names]
+    names = list(COMPUTE_STARTS)
+    lo = [PARAM_BOUNDS[k][0] for k in names]
+    hi = [PARAM_BOUNDS[k][1] for k in names]
 
     def f(x):
         e = _apply(eff, dict(zip(names, x)))
         pred = np.array([steady_state(p, e)[0] for p in rows])
         return float(np.sum(w * np.abs(np.log(pred / meas))))
 
-    start = [COMPUTE_PARAMS[k][2] for k in names]
+    start = [COMPUTE_STARTS[k] for k in names]
     best = _nelder_mead(f, start, lo, hi, iters=iters)
     best = _nelder_mead(f, best, lo, hi, iters=iters // 2)  # restart: the loss is kinked
     fitted = {k: round(float(v), 4) for k, v in zip(names, best)}
@@ -98,15 +87,16 @@ def fit_compute(preps, eff, iters: int = 400):
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from gpuplan.perf.efficiency import FITTED_NAMES, TrainingEfficiency
-    from gpuplan.perf.training_validation import evaluate, fit_goodput, prepare_all, summarize
+    from gpuplan.perf.training_validation import PARAM_BOUNDS, evaluate, fit_goodput, prepare_all, summarize
 
     iters = 120 if "--quick" in argv else 400
     if "--warm" in argv and OUT.exists():  # start the simplex from the shipped fit (Nelder-Mead stops in kinks)
         shipped = json.loads(OUT.read_text(encoding="utf-8"))["params"]
-        for k, (lo, hi, _) in list(COMPUTE_PARAMS.items()):
+        for k in COMPUTE_STARTS:
             v = shipped.get("lowp_ratio", {}).get("fp8") if k == "lowp_fp8" else shipped.get(k)
             if v is not None:
-                COMPUTE_PARAMS[k] = (lo, hi, min(max(float(v), lo), hi))
+                lo, hi = PARAM_BOUNDS[k]
+                COMPUTE_STARTS[k] = min(max(float(v), lo), hi)
     eff = TrainingEfficiency()
     fitted: dict = {}
     for _ in range(2):
@@ -117,7 +107,7 @@ def main(argv: list[str]) -> int:
     results = evaluate(preps, eff)
     summ = summarize(results)
     used = sorted({r["row"] for r in results})
-    names = [*COMPUTE_PARAMS, "goodput_base", "lost_h_per_failure"]
+    names = [*COMPUTE_STARTS, "goodput_base", "lost_h_per_failure"]
     doc = {
         "_doc": ("Training efficiency parameters fitted by scripts/fit_training_efficiency.py to "
                  "data/training-runs.csv (THROUGHPUT rows, each regime weighted equally; goodput on FULL rows). "

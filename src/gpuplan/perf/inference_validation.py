@@ -188,28 +188,32 @@ def predictions(eff: Efficiency, rows: list[dict] | None = None) -> dict[tuple[i
 
 
 # ---------------------------------------------------------------- fitting ----------
-_NAMES = ("eta_bw", "eta_c", "allreduce_latency_us", "step_overhead_ms", "latency_factor", "moe_half_tokens", "moe_pair_overhead_ns",
-          "layer_overhead_us", "ep_hot_excess", "frontend_ms", "moe_gemm_ratio") + tuple(
-    f"f_{e}" for e in FITTED_ENGINES)
-_N_CORE = 11
 FRONTEND_MS_MAX = 50.0
+# The shared parameters the fit moves, each inside its physical range (moe_half_tokens on a log scale), then the
+# engines' speeds relative to the reference engine.
+_RANGES = {
+    "eta_bw": (0.3, ETA_BW_MAX), "eta_c": (0.15, 1.0), "allreduce_latency_us": ALLREDUCE_US_RANGE,
+    "step_overhead_ms": (0.0, 10.0), "latency_factor": (0.5, 1.0 / ETA_BW_MAX), "moe_half_tokens": (0.0, math.log(512.0)),
+    "moe_pair_overhead_ns": (0.0, 200.0), "layer_overhead_us": (0.0, 200.0), "ep_hot_excess": (0.0, EP_SKEW_MAX),
+    "frontend_ms": (0.0, FRONTEND_MS_MAX), "moe_gemm_ratio": (0.1, 1.0),
+}
+_LOG_SCALED = frozenset({"moe_half_tokens"})
+ENGINE_FACTOR_RANGE = (0.2, 2.0)
+_NAMES = tuple(_RANGES) + tuple(f"f_{e}" for e in FITTED_ENGINES)
+_N_CORE = len(_RANGES)
 
 
 def _to_params(z: np.ndarray, base: Efficiency) -> Efficiency:
-    """Unconstrained vector -> parameters in their physical ranges."""
+    """Unconstrained vector -> parameters in their physical ranges (_RANGES)."""
     sig = lambda v, lo, hi: lo + (hi - lo) / (1 + math.exp(-v))  # noqa: E731
     factors = dict(base.engine_factor)
     factors[REFERENCE_ENGINE] = 1.0
     for i, e in enumerate(FITTED_ENGINES):
-        factors[e] = sig(z[_N_CORE + i], 0.2, 2.0)
+        factors[e] = sig(z[_N_CORE + i], *ENGINE_FACTOR_RANGE)
     factors.pop("sglang", None)  # no usable rows: it runs at the mean of the continuous-batching ones
-    return replace(base, eta_bw=sig(z[0], 0.3, ETA_BW_MAX), eta_c=sig(z[1], 0.15, 1.0),
-                   allreduce_latency_us=sig(z[2], *ALLREDUCE_US_RANGE), step_overhead_ms=sig(z[3], 0.0, 10.0),
-                   latency_factor=sig(z[4], 0.5, 1.0 / ETA_BW_MAX), moe_half_tokens=math.exp(sig(z[5], 0.0, math.log(512.0))),
-                   moe_pair_overhead_ns=sig(z[6], 0.0, 200.0), layer_overhead_us=sig(z[7], 0.0, 200.0),
-                   ep_hot_excess=sig(z[8], 0.0, EP_SKEW_MAX), frontend_ms=sig(z[9], 0.0, FRONTEND_MS_MAX),
-                   moe_gemm_ratio=sig(z[10], 0.1, 1.0),
-                   engine_factor=factors, source="fitted")
+    core = {n: sig(z[i], *_RANGES[n]) for i, n in enumerate(_RANGES)}
+    core.update({n: math.exp(core[n]) for n in _LOG_SCALED})
+    return replace(base, **core, engine_factor=factors, source="fitted")
 
 
 def _loss(eff: Efficiency, rows: list[dict], comps: list[Comparison]) -> float:
@@ -261,13 +265,9 @@ def _nelder_mead(f, x0: np.ndarray, step: float = 0.6, iters: int = 400, tol: fl
 
 def _from_params(eff: Efficiency) -> np.ndarray:
     logit = lambda v, lo, hi: math.log(max(1e-6, (v - lo)) / max(1e-6, (hi - v)))  # noqa: E731
-    z = [logit(eff.eta_bw, 0.3, ETA_BW_MAX), logit(eff.eta_c, 0.15, 1.0), logit(eff.allreduce_latency_us, *ALLREDUCE_US_RANGE),
-         logit(eff.step_overhead_ms, 0.0, 10.0), logit(eff.latency_factor, 0.5, 1.0 / ETA_BW_MAX),
-         logit(math.log(max(eff.moe_half_tokens, 1.0001)), 0.0, math.log(512.0)),
-         logit(eff.moe_pair_overhead_ns, 0.0, 200.0), logit(eff.layer_overhead_us, 0.0, 200.0),
-         logit(eff.ep_hot_excess, 0.0, EP_SKEW_MAX), logit(eff.frontend_ms, 0.0, FRONTEND_MS_MAX),
-         logit(eff.moe_gemm_ratio, 0.1, 1.0)]
-    z += [logit(eff.engine_factor.get(e, 1.0), 0.2, 2.0) for e in FITTED_ENGINES]
+    value = lambda n: math.log(max(getattr(eff, n), 1.0001)) if n in _LOG_SCALED else getattr(eff, n)  # noqa: E731
+    z = [logit(value(n), *_RANGES[n]) for n in _RANGES]
+    z += [logit(eff.engine_factor.get(e, 1.0), *ENGINE_FACTOR_RANGE) for e in FITTED_ENGINES]
     return np.clip(np.asarray(z, dtype=float), -6, 6)
 
 
