@@ -15,6 +15,20 @@ from dataclasses import dataclass
 from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM
 from gpuplan.units import GIB, gpu_memory_bytes  # noqa: F401  (GIB re-exported: mem.GIB)
 
+# GEMM-class kernels (matrix products and attention) one decode step runs per layer. Each has a minimum
+# duration that CUDA graphs do not remove (launch tail, wave ramp, a weight read too small to reach full
+# bandwidth); the elementwise kernels between them (norms, RoPE, activation, cache write, top-k) are a few
+# microseconds and largely fused. The fitted kernel floor (`layer_overhead_us`) is per dense GQA layer; other
+# layers pay it in proportion to their count. A dense GQA layer: QKV, attention, O, gate/up, down.
+DENSE_LAYER_KERNELS = 5
+# Routed experts replace gate/up and down with the router GEMM and the two grouped GEMMs.
+MOE_EXTRA_KERNELS = 1
+# Shared experts run their own gate/up and down GEMMs beside the routed ones.
+SHARED_EXPERT_KERNELS = 2
+# MLA's absorbed decode replaces QKV, attention and O with the fused q_a/kv_a down-projection, the q_b
+# up-projection, the W_UK absorption batched GEMM, latent attention, the W_UV batched GEMM and O.
+MLA_EXTRA_KERNELS = 3
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -52,6 +66,9 @@ class ModelShape:
     # A native 4-bit MoE checkpoint (gpt-oss MXFP4) quantizes only the routed experts; attention, router, shared
     # weights and the head stay 16-bit (its quantization_config leaves them out).
     experts_only_lowp: bool = False
+    # GEMM-class kernels per layer, averaged over the layers, relative to a dense GQA layer's (DENSE_LAYER_KERNELS):
+    # what the per-layer kernel floor of a CUDA-graph decode step scales with.
+    layer_kernel_ratio: float = 1.0
 
     def kv_context(self, ctx: float) -> float:
         """Context tokens whose KV a sequence of `ctx` tokens holds and reads, averaged over layers:
@@ -105,7 +122,16 @@ def model_shape(model) -> ModelShape:
         attn_flops_per_ctx_prefill=float(per_ctx_prefill * m.n_layers),
         head_params=float(m.vocab_size * m.hidden_size),
         experts_only_lowp=bool(m.is_moe and getattr(m, "native_precision", None) == "fp4"),
+        layer_kernel_ratio=layer_kernel_ratio(m),
     )
+
+
+def layer_kernel_ratio(m) -> float:
+    """GEMM-class decode kernels per layer, averaged over the model's layers, over a dense GQA layer's."""
+    attn = DENSE_LAYER_KERNELS + (MLA_EXTRA_KERNELS if m.attention == "mla" else 0)
+    moe = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if m.n_shared_experts else 0) if m.is_moe else 0
+    share = m.n_moe_layers / m.n_layers if m.n_layers else 0.0
+    return (attn + share * moe) / DENSE_LAYER_KERNELS
 
 
 def dense_bytes_per_param(shape: ModelShape, bytes_per_param: float) -> float:

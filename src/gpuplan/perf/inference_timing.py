@@ -24,7 +24,8 @@ through the model. Per GPU it costs:
   combine all-to-alls instead, each token sent once to each other GPU holding one of its k experts
   ((g−1)(1−(1−1/g)^k) GPUs on average), not once per expert;
 * a fixed per-step scheduling overhead, and a per-layer kernel floor: CUDA graphs remove launch
-  latency from decode but not each kernel's minimum duration.
+  latency from decode but not each kernel's minimum duration, so a layer pays it in proportion to
+  its kernel count (MLA and routed experts run more kernels than a dense GQA layer).
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ class StepModel:
     moe_half_tokens: float = 16.0
     moe_gemm_ratio: float = 1.0  # share of eta_c grouped expert GEMMs reach with many tokens per expert
     ep_hot_excess: float = 0.0  # extra load on the busiest expert-parallel GPU from skewed routing
-    layer_overhead_s: float = 0.0  # kernel floor per layer per step (CUDA-graph decode)
+    layer_overhead_s: float = 0.0  # kernel floor per dense GQA layer per step (CUDA-graph decode)
     moe_pair_overhead_s: float = 0.0  # router + permute + unpermute time per (token, expert, layer), GPU-independent
     nvlink: bool = True
     dense_flops_s: float = 0.0  # achieved GEMM FLOP/s of the non-expert weights (0: gemm_flops_s)
@@ -140,7 +141,8 @@ class StepModel:
         moe = (pairs * (4 * s.hidden + 3 * s.expert_ffn) * ACT_BYTES / self.bw_bytes_s
                + pairs * self.moe_pair_overhead_s) if s.n_experts else 0.0
         comm = self._comm_s(tokens)
-        return gemm + (attn + moe) / self.engine_factor + comm + self.step_overhead_s + s.n_layers * self.layer_overhead_s
+        return (gemm + (attn + moe) / self.engine_factor + comm + self.step_overhead_s
+                + s.n_layers * s.layer_kernel_ratio * self.layer_overhead_s)
 
     def allreduce_s(self, nbytes: np.ndarray) -> np.ndarray:
         """One all-reduce of `nbytes` over the replica's GPUs."""
