@@ -1,8 +1,9 @@
 """Fit the training efficiency and goodput parameters to the validation rows; write them to
 src/gpuplan/perf/data/training-efficiency.json.
 
-Run by hand from the repository root:  python scripts/fit_training_efficiency.py [--quick] [--warm]
-(--warm starts the simplex from the shipped parameters instead of the fixed starts below)
+Run by hand from the repository root:  python scripts/fit_training_efficiency.py [--quick] [--warm | --goodput-only]
+(--warm starts the simplex from the shipped parameters instead of the fixed starts below; --goodput-only keeps the
+shipped compute parameters and refits goodput alone, for a change that touches only how whole runs are predicted)
 
 Compute parameters are fitted to the THROUGHPUT rows (seconds per step at a stated layout), each
 regime (dense, MoE, long context, small, LoRA, FP8, ...) weighted equally so the many rows of
@@ -33,6 +34,7 @@ the fit is repeated once with the first result (deterministic).
 """
 from __future__ import annotations
 
+import argparse
 import collections
 import datetime as dt
 import json
@@ -89,17 +91,33 @@ def main(argv: list[str]) -> int:
     from gpuplan.perf.efficiency import FITTED_NAMES, TrainingEfficiency
     from gpuplan.perf.training_validation import PARAM_BOUNDS, evaluate, fit_goodput, prepare_all, summarize
 
-    iters = 120 if "--quick" in argv else 400
-    if "--warm" in argv and OUT.exists():  # start the simplex from the shipped fit (Nelder-Mead stops in kinks)
-        shipped = json.loads(OUT.read_text(encoding="utf-8"))["params"]
+    ap = argparse.ArgumentParser(description="Fit the training efficiency and goodput parameters; write "
+                                 f"{OUT.relative_to(ROOT)}.")
+    ap.add_argument("--quick", action="store_true", help="120 simplex iterations instead of 400")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--warm", action="store_true", help="start the simplex from the shipped parameters")
+    mode.add_argument("--goodput-only", action="store_true",
+                      help="keep the shipped compute parameters; refit goodput on the whole-run rows only")
+    args = ap.parse_args(argv)
+    iters = 120 if args.quick else 400
+    shipped = json.loads(OUT.read_text(encoding="utf-8"))["params"] if OUT.exists() else {}
+    if (args.warm or args.goodput_only) and shipped:  # start from the shipped fit (Nelder-Mead stops in kinks)
         for k in COMPUTE_STARTS:
             v = shipped.get("lowp_ratio", {}).get("fp8") if k == "lowp_fp8" else shipped.get(k)
             if v is not None:
                 lo, hi = PARAM_BOUNDS[k]
                 COMPUTE_STARTS[k] = min(max(float(v), lo), hi)
+    elif args.goodput_only:
+        ap.error(f"--goodput-only needs a shipped fit in {OUT.relative_to(ROOT)}")
     eff = TrainingEfficiency()
     fitted: dict = {}
-    for _ in range(2):
+    if args.goodput_only:
+        fitted = dict(COMPUTE_STARTS)
+        eff = _apply(TrainingEfficiency(), fitted)
+        for _ in range(2):  # default GPU counts depend on goodput (wall time): settle them, as the full fit does
+            preps = prepare_all(eff)
+            eff = fit_goodput(preps, eff)
+    for _ in range(0 if args.goodput_only else 2):
         preps = prepare_all(eff)
         eff, fitted, loss = fit_compute(preps, TrainingEfficiency(), iters)
         eff = fit_goodput(preps, eff)

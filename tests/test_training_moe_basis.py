@@ -126,20 +126,33 @@ def test_partial_recompute_sits_between_none_and_full():
 
 
 def test_default_count_is_efficient_not_a_deadline_artefact():
-    from gpuplan.perf.training_estimate import (EFFICIENT_SLACK, REASONABLE_WALL_DAYS, default_counts,
-                                                estimate_training_grid)
+    """Without --gpus or a deadline: the smallest count within the slack of the fewest GPU-hours that finishes in
+    30 days; else the fewest GPU-hours among counts finishing within 90 days (the largest published pre-training
+    runs' length), not the count a 30-day deadline forces (Llama 4 Scout: 12,800 H100 and 2.5x the GPU-hours of
+    the efficient count); else the fastest count within the slack."""
+    from gpuplan.perf.training_estimate import (EFFICIENT_SLACK, LONGEST_WALL_DAYS, REASONABLE_WALL_DAYS,
+                                                default_counts, estimate_training_grid)
 
-    for model, tokens in (("llama-3.1-8b", 2e12), ("llama-3.1-70b", 15e12)):
+    branches = set()
+    for model, tokens in (("llama-3.1-8b", 2e12), ("llama-3.1-70b", 15e12), ("llama-3.1-405b", 2e14)):
         wl = pretraining(tokens, seq_len=4096)
         e = estimate_training(model, wl, "H100", n_runners_up=0)
         grid = estimate_training_grid(model, wl, ["H100"], default_counts())
         gh = np.where(grid.fits[0], grid.gpu_hours[0], np.inf)
-        in_time = grid.wall_hours[0] <= REASONABLE_WALL_DAYS * 24
-        if in_time.any():  # the most efficient count among those finishing in a reasonable time
-            assert e.wall_days <= REASONABLE_WALL_DAYS
-            assert e.gpu_hours <= float(np.min(gh[in_time])) * 1.006
-        else:  # the fastest count that wastes at most the slack
+        near = gh <= float(np.min(gh)) * (1 + EFFICIENT_SLACK)
+        quick = near & (grid.wall_hours[0] <= REASONABLE_WALL_DAYS * 24)
+        within = np.isfinite(gh) & (grid.wall_hours[0] <= LONGEST_WALL_DAYS * 24)
+        if quick.any():
+            branches.add("efficient and quick")
+            assert e.n_gpus == int(grid.counts[np.nonzero(quick)[0][0]]) and e.wall_days <= REASONABLE_WALL_DAYS
+        elif within.any():
+            branches.add("fewest GPU-hours within the longest runs")
+            assert e.wall_days <= LONGEST_WALL_DAYS
+            assert e.gpu_hours <= float(np.min(gh[within])) * 1.006
+        else:
+            branches.add("fastest within the slack")
             assert e.gpu_hours <= float(np.min(gh)) * (1 + EFFICIENT_SLACK) * 1.001
+    assert len(branches) == 3, branches
     # A deadline still rules when it is given.
     wl8 = pretraining(2e12, seq_len=4096)
     sensible = estimate_training("llama-3.1-8b", wl8, "H100", n_runners_up=0)

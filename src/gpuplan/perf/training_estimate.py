@@ -329,34 +329,46 @@ def _choose_count(grid: TrainingGrid, deadline_h: float) -> tuple[int, str]:
         f"{wall[fast] / 24:.1f} days); picked the fewest GPU-hours")
 
 
-# Without a GPU count or deadline, a run is sized by efficiency, not by a planning deadline: the
-# count with the fewest GPU-hours (highest throughput per GPU) among those that finish within
-# REASONABLE_WALL_DAYS; when none does, the largest count whose GPU-hours are within
-# EFFICIENT_SLACK of the fewest (the fastest run that wastes no more than that).
+# Without a GPU count or deadline, a run is sized as a team paying for it would size it, not by a planning
+# deadline. Counts whose GPU-hours are within EFFICIENT_SLACK of the fewest cost about the same: the smallest of them
+# that finishes within REASONABLE_WALL_DAYS. When none does, finishing sooner costs GPU-hours, and a run is allowed
+# up to LONGEST_WALL_DAYS, the length of the largest published pre-training runs (Llama 3.1 405B: 30.84M H100-hours
+# on 16,384 GPUs, 78 days; DeepSeek-V3: 2.79M H800-hours on 2,048, 57 days): the fewest GPU-hours among the counts
+# finishing within it. When none does either, the largest count within the slack (the fastest run that wastes no
+# more than that).
 EFFICIENT_SLACK = 0.10
 REASONABLE_WALL_DAYS = 30.0
+LONGEST_WALL_DAYS = 90.0
 COUNT_POLICIES = ("auto", "deadline", "efficient", "throughput")
 
 
-def _choose_count_efficient(grid: TrainingGrid, wall_limit_h: float) -> tuple[int, str]:
+def _choose_count_efficient(grid: TrainingGrid, wall_limit_h: float,
+                            longest_h: float = LONGEST_WALL_DAYS * 24) -> tuple[int, str]:
     fits = grid.fits[0]
     if not fits.any():
         return int(grid.counts[-1]), "no count up to the search limit fits in memory; showing the largest"
     gh = np.where(fits, grid.gpu_hours[0], np.inf)
     wall = grid.wall_hours[0]
-    in_time = fits & (wall <= wall_limit_h)
+    fewest = int(grid.counts[int(np.argmin(gh))])
+    near = gh <= float(gh.min()) * (1.0 + EFFICIENT_SLACK)
+    in_time = near & (wall <= wall_limit_h)
     if in_time.any():
-        gh_t = np.where(in_time, gh, np.inf)
-        i = int(np.nonzero(gh_t <= gh_t.min() * 1.005)[0][0])
-        return int(grid.counts[i]), (f"the count with the fewest GPU-hours (highest throughput per GPU) among those "
-                                     f"finishing within {wall_limit_h / 24:g} days")
-    best = float(gh.min())
-    ok = np.nonzero(gh <= best * (1.0 + EFFICIENT_SLACK))[0]
-    i = int(ok[-1])
+        i = int(np.nonzero(in_time)[0][0])
+        return int(grid.counts[i]), (f"the smallest count within {EFFICIENT_SLACK:.0%} of the fewest GPU-hours "
+                                     f"({fewest} GPUs) that finishes within {wall_limit_h / 24:g} days")
+    longest = fits & (wall <= longest_h)
+    if longest.any():
+        gh_l = np.where(longest, gh, np.inf)
+        i = int(np.nonzero(gh_l <= gh_l.min() * 1.005)[0][0])
+        return int(grid.counts[i]), (
+            f"no count within {EFFICIENT_SLACK:.0%} of the fewest GPU-hours ({fewest} GPUs) finishes within "
+            f"{wall_limit_h / 24:g} days; the fewest GPU-hours among counts finishing within {longest_h / 24:g} days "
+            f"(the length of the largest published pre-training runs); give --gpus or --deadline-days to trade "
+            f"GPU-hours for wall time")
+    i = int(np.nonzero(near)[0][-1])
     return int(grid.counts[i]), (
-        f"no count finishes within {wall_limit_h / 24:g} days; the largest count within {EFFICIENT_SLACK:.0%} of the "
-        f"fewest GPU-hours ({int(grid.counts[int(np.argmin(gh))])} GPUs); give --gpus or --deadline-days to trade "
-        f"GPU-hours for wall time")
+        f"no count finishes within {longest_h / 24:g} days; the largest count within {EFFICIENT_SLACK:.0%} of the "
+        f"fewest GPU-hours ({fewest} GPUs); give --gpus or --deadline-days to trade GPU-hours for wall time")
 
 
 def _choose_count_throughput(grid: TrainingGrid) -> tuple[int, str]:
@@ -379,8 +391,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     """GPU-hours, wall time, MFU, memory and layout for one model, workload, GPU type and count.
 
     Without `n_gpus`: with `deadline_days`, the smallest count that fits and finishes within it
-    (else the fewest GPU-hours); without, a count the workload would sensibly use (within
-    EFFICIENT_SLACK of the fewest GPU-hours, the smallest finishing within REASONABLE_WALL_DAYS).
+    (else the fewest GPU-hours); without, a count the workload would sensibly use (`_choose_count_efficient`: about
+    the fewest GPU-hours, in at most REASONABLE_WALL_DAYS where that costs little, else LONGEST_WALL_DAYS).
     `count_policy` "throughput" picks the highest throughput per GPU (step-time questions).
     Layout parts given are pinned.
     """

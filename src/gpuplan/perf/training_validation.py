@@ -205,7 +205,7 @@ def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | Non
         measured = _f(row, "gpu_hours")
     if not measured or (kind == "THROUGHPUT" and not n):
         return None
-    if n is None:  # the planner default: smallest count finishing within 30 days
+    if n is None:  # the estimator's default count: the one a team would use (training_estimate._choose_count_efficient)
         from gpuplan.perf.training_estimate import estimate_training
 
         est = estimate_training(spec, wl, gpu, None, inter_node_gbps_per_gpu=_f(row, "inter_node_gbps") or 400.0,

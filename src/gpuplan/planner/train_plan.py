@@ -20,6 +20,7 @@ from gpuplan.catalog.catalog import Catalog
 from gpuplan.catalog.records import Offer
 from gpuplan.display import fmt_duration
 from gpuplan.perf.calibration import summary_entry as calibration_summary
+from gpuplan.perf.training_estimate import LONGEST_WALL_DAYS
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offer_rows, without_gc
 from gpuplan.planner.distinct import collapse_rows, where_label
 from gpuplan.planner.hosts import training_start_hours
@@ -37,8 +38,9 @@ from gpuplan.planner.uncertainty import (Spread, band, estimator_regime, flip_an
 # year; the planner keeps the cheapest count that finishes within this many days instead.
 DEFAULT_DEADLINE_DAYS = 30.0
 # A hard cap: no plan longer than this is ranked (--max-wall overrides). Past ~3 months a run is
-# overtaken by newer hardware and models, and its failure assumptions no longer hold.
-DEFAULT_MAX_WALL_DAYS = 90.0
+# overtaken by newer hardware and models, and its failure assumptions no longer hold; it is also the
+# longest a sized-by-default run is given (the largest published pre-training runs took 57-78 days).
+DEFAULT_MAX_WALL_DAYS = LONGEST_WALL_DAYS
 NODE_COUNTS = tuple(2**k for k in range(0, 15))  # 1 .. 16,384 nodes
 MONTE_CARLO_TOP = 20
 MONTE_CARLO_TRIALS = 2000
