@@ -475,6 +475,7 @@ def estimate_serving(
         "batching": eng.batching, "latency_factor": eff.latency_factor, "moe_half_tokens": eff.moe_half_tokens,
         "moe_gemm_ratio": eff.moe_gemm_ratio,
         "moe_pair_overhead_ns": eff.moe_pair_overhead_ns, "layer_overhead_us": eff.layer_overhead_us,
+        "layer_kernel_ratio": round(shape.layer_kernel_ratio, 3),
         "ep_hot_excess": eff.ep_hot_excess, "frontend_ms": rep.frontend_s * 1e3,
         "decode_latency": "weight stream at eta_bw x latency_factor (CUDA-graph decode), no engine factor; "
                           "all-reduce: cheaper of one-shot and two-shot on NVLink, ring on PCIe",
