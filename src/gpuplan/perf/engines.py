@@ -62,9 +62,10 @@ class Efficiency:
     # Router, permutation and unpermutation kernels: seconds x 1e-9 per (token, routed expert, MoE layer),
     # split over the replica's GPUs; small scatter/gather kernels that do not speed up with the GPU.
     moe_pair_overhead_ns: float = 0.0
-    # Floor per transformer layer per step: a CUDA-graph captured decode hides launch latency, but each of a
-    # layer's dozen kernels still has a minimum duration; this is what keeps concurrency-1 TPOT above the
-    # weight stream on deep models (it scales with layers, not with the batch or the GPU).
+    # Floor per dense GQA layer per step: a CUDA-graph captured decode hides launch latency, but each of a
+    # layer's kernels still has a minimum duration; this is what keeps concurrency-1 TPOT above the weight
+    # stream on deep models (it scales with layers and their GEMM-class kernels, inference_memory.layer_kernel_ratio,
+    # not with the batch or the GPU).
     layer_overhead_us: float = 0.0
     # Expert-parallel routing is not uniform: ep_hot_excess is the spread (coefficient of variation) of expert
     # popularity; the busiest of ep GPUs carries about 1 + c x sqrt(ep / experts) x sqrt(2 ln ep) of the mean
