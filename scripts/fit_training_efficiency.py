@@ -109,19 +109,14 @@ def main(argv: list[str]) -> int:
                 COMPUTE_STARTS[k] = min(max(float(v), lo), hi)
     elif args.goodput_only:
         ap.error(f"--goodput-only needs a shipped fit in {OUT.relative_to(ROOT)}")
-    eff = TrainingEfficiency()
-    fitted: dict = {}
-    if args.goodput_only:
-        fitted = dict(COMPUTE_STARTS)
-        eff = _apply(TrainingEfficiency(), fitted)
-        for _ in range(2):  # default GPU counts depend on goodput (wall time): settle them, as the full fit does
-            preps = prepare_all(eff)
-            eff = fit_goodput(preps, eff)
-    for _ in range(0 if args.goodput_only else 2):
+    fitted = dict(COMPUTE_STARTS)
+    eff = _apply(TrainingEfficiency(), fitted) if args.goodput_only else TrainingEfficiency()
+    for _ in range(2):  # default GPU counts of whole runs depend on the fit: settle them with a second pass
         preps = prepare_all(eff)
-        eff, fitted, loss = fit_compute(preps, TrainingEfficiency(), iters)
+        if not args.goodput_only:
+            eff, fitted, loss = fit_compute(preps, TrainingEfficiency(), iters)
+            print(f"compute loss (regime-weighted mean |log error|) {loss:.4f}", flush=True)
         eff = fit_goodput(preps, eff)
-        print(f"compute loss (regime-weighted mean |log error|) {loss:.4f}", flush=True)
     results = evaluate(preps, eff)
     summ = summarize(results)
     used = sorted({r["row"] for r in results})

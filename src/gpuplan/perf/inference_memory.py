@@ -129,9 +129,8 @@ def model_shape(model) -> ModelShape:
 def layer_kernel_ratio(m) -> float:
     """GEMM-class decode kernels per layer, averaged over the model's layers, over a dense GQA layer's."""
     attn = DENSE_LAYER_KERNELS + (MLA_EXTRA_KERNELS if m.attention == "mla" else 0)
-    moe = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if m.n_shared_experts else 0) if m.is_moe else 0
-    share = m.n_moe_layers / m.n_layers if m.n_layers else 0.0
-    return (attn + share * moe) / DENSE_LAYER_KERNELS
+    moe = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if m.n_shared_experts else 0)  # on the MoE layers only
+    return (attn + m.n_moe_layers / m.n_layers * moe) / DENSE_LAYER_KERNELS
 
 
 def dense_bytes_per_param(shape: ModelShape, bytes_per_param: float) -> float:
