@@ -41,7 +41,18 @@ COLUMNS = [
     # added for issue #13
     "regime", "source_id", "source_date", "measured_tokens_per_s_per_gpu", "fsdp", "nvlink_domain", "lora_rank",
     "lora_targets", "sample_len",
+    # added by the twelfth session: the training stack, where the source names a PyTorch-native one
+    "framework",
 ]
+
+# Sources that ran a PyTorch-native stack (torchtitan / FSDP2, Composer / LLM Foundry, lit-gpt): their FP8 casts are
+# kernels of their own (gpuplan.perf.efficiency.TrainingEfficiency.pytorch_fp8_ratio). Every other source ran a
+# Megatron-class stack (Megatron-LM / Core, NeMo, Megatron-DeepSpeed, Primus, the MLPerf submitters' own) or an in-house
+# one: the column stays empty (the estimator's default, megatron). The torchtitan and AWS rows were appended to the
+# CSV by the ninth session, outside this script, with the same column.
+PYTORCH_SOURCES = frozenset({"llm-foundry-2023", "mpt7b-card-2023", "tinyllama-2024", "torchtitan-bench-2024-12",
+                             "torchtitan-asynctp-2025-06", "torchtitan-trainy-h200-2025-06",
+                             "aws-sagemaker-torchtitan-2024-10", "aws-awsome-torchtitan-2025-03"})
 
 # GPUs the catalog does not hold, described only for validation (TPU v4: 275 bf16 TFLOP/s,
 # 32 GB HBM2 at 1.2 TB/s; TPU v3: 123 TFLOP/s, 32 GB at 0.9 TB/s per chip). Their ICI torus is
@@ -1071,6 +1082,7 @@ def main() -> int:
     for i, r in enumerate(rows):
         r["row"] = i
         r["regime"] = regime(r)
+        r["framework"] = "pytorch" if r["source_id"] in PYTORCH_SOURCES else ""
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, COLUMNS, lineterminator="\n")

@@ -438,3 +438,19 @@ def test_packed_training_rows_predict_with_their_example_length(cli, tmp_path, c
     path.write_text("\n".join([header, row.format(9000)]) + "\n", encoding="utf-8")
     code, out, err = cli("calibrate", path, "--name", "bad")
     assert "sample_len" in _one_line_error(code, out, err) and not config_dir.exists()
+
+
+def test_a_pytorch_fp8_run_is_predicted_with_its_stack(cli, tmp_path, config_dir):
+    """A `framework` column (megatron | pytorch) reaches the estimator: a torchtitan-style FP8 run is predicted slower
+    than the same run on Megatron, so the fitted factor is not spent on the stack's unfused casts; an unknown stack is
+    one line, nothing written."""
+    header = "kind,model,gpu,n_gpus,tp,pp,micro_batch,global_batch,seq_len,precision,step_time_s,framework"
+    row = "train,llama-3.1-8b,H100-SXM,8,1,1,2,16,8192,fp8,2.0,{}"
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([header, row.format(""), row.format("PyTorch")]) + "\n", encoding="utf-8")
+    mega, torch = cal.read_runs(path)
+    assert mega.args["framework"] == "megatron" and torch.args["framework"] == "pytorch"
+    assert cal.predict(torch) < 0.95 * cal.predict(mega)
+    path.write_text("\n".join([header, row.format("jax")]) + "\n", encoding="utf-8")
+    code, out, err = cli("calibrate", path, "--name", "bad")
+    assert "framework 'jax'" in _one_line_error(code, out, err) and not config_dir.exists()

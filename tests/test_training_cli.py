@@ -104,3 +104,25 @@ def test_tokens_optional_for_step_time_with_gpus(cli):
     assert code == 0, err
     est = _json.loads(out)
     assert any("highest throughput per GPU" in n for n in est["notes"]) and "Traceback" not in err
+
+
+def test_framework_pytorch_slows_fp8_only(cli):
+    """--framework pytorch (torchtitan, FSDP2, Composer): FP8 GEMMs keep the fitted share of Megatron's efficiency,
+    said in the assumptions and notes; bf16 runs the same on both stacks; an unknown stack is a usage error."""
+    def run(*extra):
+        code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "H100",
+                             "--gpus", "8", "--tp", "1", "--pp", "1", "--micro-batch", "2", *extra, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    mega, torch = run("--precision", "fp8"), run("--precision", "fp8", "--framework", "pytorch")
+    ratio = torch["assumptions"]["framework_fp8_ratio"]
+    assert mega["assumptions"]["framework"] == "megatron" and mega["assumptions"]["framework_fp8_ratio"] == 1.0
+    assert torch["assumptions"]["framework"] == "pytorch" and 0.4 <= ratio < 1.0
+    assert torch["step_time_s"] > mega["step_time_s"] * 1.05
+    assert any("pytorch stack" in n for n in torch["notes"])
+    b_mega, b_torch = run(), run("--framework", "PyTorch")
+    assert b_torch["step_time_s"] == pytest.approx(b_mega["step_time_s"])
+    code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "H100",
+                         "--framework", "jax")
+    assert code == 2 and "framework" in err and err.strip().count("\n") == 0

@@ -402,3 +402,33 @@ def test_a_row_that_names_the_plain_1f1b_schedule_is_not_searched_as_interleaved
     defaulted = next(r for r in load_rows() if r["use"] == "1" and r["vp"] == "1" and (r["pp"] or "1") != "1"
                      and not not_interleaved(r) and r["row_type"] == "THROUGHPUT")
     assert prepare_row(defaulted).layouts["vp"].max() > 1
+
+
+def test_a_pytorch_native_stack_keeps_less_of_the_fp8_speedup():
+    """The framework column: torchtitan, the AWS torchtitan samples and LLM Foundry are PyTorch-native stacks whose FP8
+    casts (torchao float8, TE linears outside Megatron) run as kernels of their own. Their FP8 rows pay the fitted
+    pytorch_fp8_ratio on the 8-bit GEMMs; their 16-bit rows, and every Megatron row, are untouched by it."""
+    from gpuplan.perf.training_validation import steady_state
+
+    rows = [r for r in load_rows() if r["use"] == "1"]
+    pytorch = {r["source_id"] for r in rows if r["framework"] == "pytorch"}
+    assert {"torchtitan-bench-2024-12", "llm-foundry-2023", "aws-sagemaker-torchtitan-2024-10"} <= pytorch
+    assert not any(s.startswith(("megatron-bridge", "nemo", "mlperf")) for s in pytorch)
+    assert set(r["framework"] for r in rows) == {"", "pytorch"}
+    eff = default_efficiency()
+    assert 0.4 <= eff.pytorch_fp8_ratio < 1.0  # fitted: PyTorch FP8 keeps less than Megatron's
+    slower = eff.with_params(pytorch_fp8_ratio=eff.pytorch_fp8_ratio * 0.8)
+    fp8 = prepare_row(_row("Llama-3.1-8B FSDP + torch.compile + Float8 8xH100 (torchtitan Dec-2024 Table 1)"))
+    bf16 = prepare_row(_row("Llama-3.1-8B FSDP + torch.compile 8xH100 (torchtitan Dec-2024 Table 1)"))
+    nemo = prepare_row(_row("LLAMA3-8B pretrain DGX-H100 FP8 (NeMo 24.07)"))
+    assert fp8.wl.framework == "pytorch" and nemo.wl.framework == "megatron"
+    assert steady_state(fp8, slower)[0] > steady_state(fp8, eff)[0] * 1.05
+    for p in (bf16, nemo):
+        assert steady_state(p, slower)[0] == pytest.approx(steady_state(p, eff)[0])
+    # the PyTorch FP8 rows' median error with the ratio fitted vs at 1 (Megatron's): nearer their measurements
+    preps = [prepare_row(r) for r in rows if r["framework"] == "pytorch" and r["precision"] == "fp8"
+             and r["row_type"] == "THROUGHPUT"]
+    preps = [p for p in preps if p is not None and p.fits]
+    at_one = eff.with_params(pytorch_fp8_ratio=1.0)
+    err = lambda e: np.median([abs(np.log(steady_state(p, e)[0] / p.measured)) for p in preps])  # noqa: E731
+    assert len(preps) >= 20 and err(eff) < err(at_one)

@@ -73,6 +73,7 @@ def train_command(
     attention: Annotated[str, typer.Option("--flops-convention", help="Attention FLOPs in MFU: causal, full or none.")] = "causal",
     teacher: Annotated[Optional[str], typer.Option("--teacher", help="Distill from this model: its forward pass per token counts in FLOPs, time and memory.")] = None,
     recompute_layers: _int_opt("--recompute-layers", "With --recompute full: recompute only this many layers per pipeline stage (partial recompute).") = None,
+    framework: Annotated[str, typer.Option("--framework", help="Training stack: megatron (Megatron-Core / NeMo: fused FP8 casts) or pytorch (torchtitan, FSDP2, Composer, Accelerate: slower FP8).")] = "megatron",
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
 ) -> None:
@@ -90,7 +91,7 @@ def train_command(
         sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
         recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
-        flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers)
+        flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers, framework=framework)
     est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json

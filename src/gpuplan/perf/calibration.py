@@ -17,7 +17,8 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
                  ep (1), vp, method (full | lora | qlora; full), precision (bf16), recompute
                  (none | selective | full; searched when empty), zero (0-3; searched when empty),
                  lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU),
-                 sample_len (mean example length when short examples are packed; <= seq_len)
+                 sample_len (mean example length when short examples are packed; <= seq_len),
+                 framework (megatron | pytorch: torchtitan, FSDP2, Composer; megatron)
     kind=serve   model, gpu, tp, input_len, output_len, output_tokens_per_s (all replicas);
                  optional: precision (bf16), kv_precision, engine (vllm | sglang | trtllm; vllm),
                  concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp)
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gpuplan.errors import GpuplanError, UsageError
+from gpuplan.perf.workload import FRAMEWORKS
 
 FORMAT = "gpuplan-calibration/1"
 ENV_DIR = "GPUPLAN_CONFIG_DIR"
@@ -541,6 +543,9 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     if targets not in ("all", "attention"):
         raise _RowError(f"{where}: lora_targets {targets!r}: use all or attention")
     fabric = _fabric(_cell(row, "fabric"), where)
+    framework = (_cell(row, "framework") or "megatron").lower()
+    if framework not in FRAMEWORKS:
+        raise _RowError(f"{where}: framework {framework!r}: use {' or '.join(FRAMEWORKS)}")
     sample = _pos(row, "sample_len", where, integer=True, upper=seq) if _cell(row, "sample_len") else None
     step = _pos(row, "step_time_s", where, default=0.0, upper=1e7) if _cell(row, "step_time_s") else None
     tps = _pos(row, "tokens_per_s", where, default=0.0) if _cell(row, "tokens_per_s") else None
@@ -552,7 +557,8 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
                         f"{speed:,.0f} tokens/s, tokens_per_s {tps:,.0f})")
     args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
-                global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample)
+                global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample,
+                framework=framework)
     label = f"{spec.name} {method} {precision} on {n} x {gpu.id} (TP{tp} PP{pp} DP{dp}, mb {mb}, seq {seq})"
     return Run(line, "train", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
 
@@ -682,7 +688,8 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
             tokens = max(1e9, 10.0 * a["global_batch"] * a["seq_len"])
             wl = make_workload(kind=kind, method=a["method"], tokens=tokens, seq_len=a["seq_len"],
                                global_batch=a["global_batch"], precision=a["precision"], lora_rank=a["lora_rank"],
-                               lora_targets=a["lora_targets"], sample_len=a.get("sample_len"))
+                               lora_targets=a["lora_targets"], sample_len=a.get("sample_len"),
+                               framework=a.get("framework", "megatron"))
             est = estimate_training(run.model, wl, run.gpu, a["n_gpus"], tp=a["tp"], pp=a["pp"], dp=a["dp"],
                                     cp=a["cp"], ep=a["ep"], vp=a["vp"], micro_batch=a["micro_batch"],
                                     recompute=a["recompute"], zero=a["zero"], gpus_per_node=a["gpus_per_node"],

@@ -41,7 +41,7 @@ EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
 REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
-                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us")
+                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio")
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,10 @@ class TrainingEfficiency:
     goodput_base: float = 0.90
     lost_h_per_failure: float = 0.3
     gpu_h_per_failure: float = 5.0e4
+    # FP8 in a PyTorch-native stack (torchao float8, TE linears outside Megatron) keeps this share of the low-precision
+    # GEMM efficiency Megatron's fused casts keep: amax, scaling and the casts to 8 bits run as memory-bound kernels of
+    # their own (formulas.md §5; the device runs in this repository measured the same gap for eager FP8).
+    pytorch_fp8_ratio: float = 1.0
     source: str = "defaults"
 
     def eta(self, peak_tflops, mem_bw_tbps, hidden: float, precision: str) -> np.ndarray:
@@ -94,6 +98,10 @@ class TrainingEfficiency:
         ratio = self.lowp_ratio.get(precision, 1.0) if precision in ("fp8", "fp4") else 1.0
         shape = np.broadcast(np.asarray(peak_tflops), np.asarray(mem_bw_tbps)).shape
         return np.full(shape, self.eta_max * ratio / (1.0 + self.h_half / float(hidden)))
+
+    def framework_ratio(self, precision: str, framework: str) -> float:
+        """Share of the low-precision GEMM efficiency a framework keeps (1 for 16-bit math and for Megatron)."""
+        return self.pytorch_fp8_ratio if framework == "pytorch" and precision in ("fp8", "fp4") else 1.0
 
     def memory_bound_share(self, hidden: float) -> float:
         """The share of a step the curve spends below its ceiling, h_half / (h + h_half): the

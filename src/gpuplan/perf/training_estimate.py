@@ -525,6 +525,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "gradient_bytes": 4 if workload.fp32_grads else 2,
         "flash_attention": workload.flash_attention,
         "sequence_parallel": workload.sequence_parallel,
+        "framework": workload.framework,
+        "framework_fp8_ratio": eff.framework_ratio(workload.precision, workload.framework),
         "fabric": {"inter_node_gbps_per_gpu": inter / eff.inter_node_efficiency * 8 / 1e9,
                    "gpus_per_node": gpn, "nvlink_gbps": g.nvlink_gbps,
                    "nvlink_domain": int(feats.scaleup_domain[0])},
@@ -540,6 +542,10 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"distillation from {workload.teacher}: its forward pass "
                      f"({workload.teacher_forward_flops_per_token:.3g} FLOPs/token) is in the FLOPs, time and MFU; "
                      f"its bf16 weights in memory")
+    if assumptions["framework_fp8_ratio"] < 1.0:
+        notes.append(f"{workload.framework} stack: its FP8 casts run as kernels of their own, so the 8-bit GEMMs keep "
+                     f"{assumptions['framework_fp8_ratio']:.0%} of Megatron's efficiency (fitted on torchtitan and "
+                     f"LLM Foundry rows)")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:

@@ -182,7 +182,9 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         work = _mode_parts(parts_tok, rc, wl, lps).sum(axis=-1)
     else:
         # Capped below the dense peak whatever the architecture or calibration factor says (MFU > 1 is impossible).
-        eta = np.minimum(eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * feats.arch_factor, ETA_CEILING)
+        fw = eff.framework_ratio(wl.precision, wl.framework)
+        eta = np.minimum(eff.eta(feats.peak_tflops, feats.mem_bw_tbps, h, wl.precision) * fw * feats.arch_factor,
+                         ETA_CEILING)
         dense_f = 1.0 + eff.m_half / rows
         # Routed experts: slowed by the few token rows each expert sees and by the busiest rank's excess load. An
         # expert narrower than the hidden size is not slower per FLOP on that account (with many token rows a GEMM's
@@ -193,7 +195,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         pt = _mode_parts(parts_tok, rc, wl, lps)
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
         # low-precision GEMM ratio.
-        lowp = eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0
+        lowp = (eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0) * fw
         attn_arch = 1.0 + feats.blackwell * (eff.attn_blackwell - 1.0)  # attention kernels' speed vs Hopper's
         attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / (eff.attn_ratio * attn_arch)
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow

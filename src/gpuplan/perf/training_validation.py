@@ -116,7 +116,7 @@ def row_workload(row) -> TrainingWorkload:
     return make_workload(kind="pretrain" if method == "full" else "finetune", method=method, tokens=tokens,
                          seq_len=_i(row, "seq_len") or 2048, global_batch=_i(row, "global_batch"),
                          precision=row["precision"] or "bf16", flash_attention=bool(_i(row, "flash_attention")),
-                         batch_flexible=row["row_type"] == "FULL", **extra)
+                         batch_flexible=row["row_type"] == "FULL", framework=row.get("framework") or "megatron", **extra)
 
 
 def row_fixed(row) -> LayoutFixed:
@@ -457,7 +457,8 @@ PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (
                 "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "attn_blackwell": (0.7, 2.5),
                 "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),
-                "moe_layer_overhead_us": (0.0, 10000.0), "moe_expert_overhead_us": (0.0, 1000.0)}
+                "moe_layer_overhead_us": (0.0, 10000.0), "moe_expert_overhead_us": (0.0, 1000.0),
+                "pytorch_fp8_ratio": (0.4, 1.0)}
 MAX_STEPS = 10.0  # a fold's refit moves each parameter at most this many finite-difference steps
 
 

@@ -17,6 +17,12 @@ Method = Literal["full", "lora", "qlora"]
 TrainPrecision = Literal["bf16", "fp16", "fp8", "fp4"]
 LoraTargets = Literal["attention", "all"]
 Optimizer = Literal["adam", "adam8bit", "sgd"]
+# The training stack. megatron: Megatron-Core / NeMo / Megatron-DeepSpeed / Primus, whose Transformer Engine layers fuse
+# the FP8 casts into the neighbouring kernels (what the exports launch). pytorch: PyTorch-native stacks (torchtitan /
+# FSDP2, Composer / LLM Foundry, Hugging Face Accelerate), whose FP8 (torchao float8, TE linears) casts run as kernels
+# of their own.
+Framework = Literal["megatron", "pytorch"]
+FRAMEWORKS = ("megatron", "pytorch")
 
 MAX_TOKENS = 1e16  # 100x the largest public run (Llama 3.1: 15.6T); beyond is a typo, not a plan
 MAX_SEQ_LEN = 4_194_304
@@ -63,6 +69,8 @@ class TrainingWorkload(BaseModel):
     fp32_grads: bool = Field(default=False, description="fp32 gradient accumulation buffers (Megatron default): 18 B/param")
     flash_attention: bool = True
     sequence_parallel: bool = True
+    framework: Framework = Field(default="megatron", description="training stack: megatron (fused FP8 casts) or "
+                                                                 "pytorch (torchtitan, FSDP2, Composer, Accelerate)")
     # Distillation: a frozen teacher runs a forward pass over every training token.
     teacher: str | None = Field(default=None, description="teacher model name (distillation)")
     teacher_forward_flops_per_token: float = Field(default=0.0, ge=0, description="teacher forward FLOPs per token "

@@ -304,6 +304,9 @@ class TrainEstimateRequest(ModelChoice):
     teacher: str | None = Field(default=None, min_length=1, max_length=200,
                                 description="distill from this model: its forward pass per token counts")
     recompute_layers: int | None = Field(default=None, description="with recompute full: layers recomputed per stage")
+    framework: Annotated[Literal["megatron", "pytorch"], BeforeValidator(_lower)] = Field(
+        default="megatron", description="training stack: megatron (Megatron-Core / NeMo, fused FP8 casts) or pytorch "
+                                        "(torchtitan, FSDP2, Composer, Accelerate)")
 
     @property
     def per_nominal_tokens(self) -> bool:
@@ -314,6 +317,8 @@ class TrainEstimateRequest(ModelChoice):
                                self.global_batch, self.precision, self.lora_rank, self.lora_targets,
                                default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None,
                                sample_len=self.sample_len)
+        if self.framework != "megatron":
+            wl = wl.model_copy(update={"framework": self.framework})
         return with_distillation_and_recompute(wl, self.teacher, self.recompute_layers, self.recompute)
 
 
