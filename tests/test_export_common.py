@@ -530,6 +530,18 @@ def test_pure_data_parallel_layout_shards_as_its_zero_stage():
     assert "pip install 'accelerate>=1.0' deepspeed" in build_export(ds1, "k8s", summary=result.summary).text
 
 
+def test_an_fp8_data_parallel_launch_says_its_casts_are_not_fused():
+    """Plans time FP8 for Megatron's fused casts; a pure data-parallel plan launches `accelerate` (TransformerEngine
+    linears outside Megatron), so its export warns that FP8 steps run slower than planned; bf16 exports do not."""
+    result = load("train_lambda_h100.json")  # tp=pp=1
+    base = result.plans[0]
+    fp8 = build_export(base.model_copy(update={"precision": "fp8"}), "skypilot", summary=result.summary)
+    assert "--mixed_precision fp8" in fp8.text
+    assert any("--framework pytorch" in w and "fused casts" in w for w in fp8.warnings)
+    bf16 = build_export(base, "skypilot", summary=result.summary)
+    assert not any("fused casts" in w for w in bf16.warnings)
+
+
 def test_user_script_is_kept():
     aws = load("train_aws_h100_spot.json")
     run = docs(export_result(aws, "skypilot", 1, ExportOptions(script="pretrain_mine.py")).text)[0]["run"]

@@ -721,6 +721,10 @@ def _accelerate_command(ctx: Context, node_rank: str, master_addr: str, master_p
     if prec == "fp8" and ctx.vendor != "nvidia":
         mixed = "bf16"
         ctx.warn(f"accelerate's FP8 needs NVIDIA TransformerEngine; on {ctx.vendor} it launches bf16")
+    if mixed == "fp8":  # plans are timed for the Megatron stack the model-parallel launches use
+        ctx.warn("the plan timed FP8 with Megatron's fused casts; accelerate runs TransformerEngine linears whose casts "
+                 "are kernels of their own, so expect slower FP8 steps than planned (`gpuplan estimate train "
+                 "--framework pytorch` gives the figure)")
     parts += ["--mixed_precision", mixed, script] + list(ctx.options.script_args)
     notes = [f"pure data parallel: `accelerate launch` shards as the plan assumed ({how}); {script} must train "
              "through Accelerate (HF Trainer, TRL and Accelerate loops do), which takes the sharding from the launcher"]
