@@ -542,6 +542,23 @@ def test_an_fp8_data_parallel_launch_says_its_casts_are_not_fused():
     assert not any("fused casts" in w for w in bf16.warnings)
 
 
+def test_a_plan_timed_for_a_pytorch_stack_does_not_launch_the_megatron_template():
+    """A model-parallel plan made with --framework pytorch was timed for torchtitan / FSDP2: the Megatron-LM template
+    would run another stack, so the export asks for the user's entry point (one line) and launches it when given."""
+    aws = load("train_aws_h100_spot.json")  # tp=8: the Megatron template by default
+    plan, summary = aws.plans[0], {**aws.summary, "framework": "pytorch"}
+    assert "pretrain_gpt.py" in build_export(plan, "skypilot", summary=aws.summary).text
+    with pytest.raises(UsageError, match=r"^the plan was timed for a PyTorch-native stack .* pass --script"):
+        build_export(plan, "skypilot", summary=summary)
+    text = build_export(plan, "skypilot", summary=summary, options=ExportOptions(script="train_titan.py")).text
+    assert "train_titan.py" in text and "pretrain_gpt.py" not in text
+    # a pure data-parallel FP8 plan timed for the PyTorch stack needs no warning about unfused casts
+    lam = load("train_lambda_h100.json")
+    fp8 = lam.plans[0].model_copy(update={"precision": "fp8"})
+    quiet = build_export(fp8, "skypilot", summary={**lam.summary, "framework": "pytorch"})
+    assert "--mixed_precision fp8" in quiet.text and not any("fused casts" in w for w in quiet.warnings)
+
+
 def test_user_script_is_kept():
     aws = load("train_aws_h100_spot.json")
     run = docs(export_result(aws, "skypilot", 1, ExportOptions(script="pretrain_mine.py")).text)[0]["run"]

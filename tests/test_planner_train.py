@@ -341,3 +341,23 @@ def test_packed_examples_make_a_long_sequence_fine_tune_cheaper_and_are_stated(c
     assert packed.plans[0].rank_cost_usd < doc.plans[0].rank_cost_usd
     with pytest.raises(Exception, match="sample_len"):
         plan_training(TrainPlanRequest(**{**base, "sample_len": 9000}), catalog)
+
+
+def test_a_pytorch_stack_plans_fp8_slower_and_bf16_the_same(catalog):
+    """--framework pytorch reaches the planner: the same offer's FP8 plan takes longer (the fitted share of Megatron's
+    FP8 efficiency), its bf16 plan does not move, and the summary names the stack the plan was timed for."""
+    def plan(precision, framework):
+        r = TrainPlanRequest(model="llama-3.1-8b", tokens=1e10, precision=precision, framework=framework,
+                             constraints=Constraints(providers=["nebius"], gpus=["H100"]), limit=50)
+        return plan_training(r, catalog)
+
+    mega, torch = plan("fp8", "megatron"), plan("fp8", " PyTorch ")
+    assert mega.summary["framework"] == "megatron" and torch.summary["framework"] == "pytorch"
+    key = lambda p: (p.provider, p.instance_type, p.region, p.pricing, p.nodes)  # noqa: E731
+    m = {key(p): p for p in mega.plans}
+    pairs = [(m[key(p)], p) for p in torch.plans if key(p) in m and m[key(p)].layout == p.layout]
+    assert pairs and all(t.wall_hours > mm.wall_hours * 1.03 for mm, t in pairs)
+    b_mega, b_torch = plan("bf16", "megatron"), plan("bf16", "pytorch")
+    assert [(key(p), round(p.cost_usd, 6)) for p in b_mega.plans] == [(key(p), round(p.cost_usd, 6)) for p in b_torch.plans]
+    with pytest.raises(ValueError, match="framework"):
+        TrainPlanRequest(model="llama-3.1-8b", tokens=1e10, framework="jax")

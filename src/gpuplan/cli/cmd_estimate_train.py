@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from gpuplan.cli.app import estimate_app
-from gpuplan.cli.options import (ActiveParamsOpt, CsvOpt, JsonOpt, ModelOpt, ParamsOpt, SampleLenOpt,
+from gpuplan.cli.options import (ActiveParamsOpt, CsvOpt, FrameworkOpt, JsonOpt, ModelOpt, ParamsOpt, SampleLenOpt,
                                  resolve_model_option)
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H100, A100-80GB, MI300X.")]
@@ -73,7 +73,7 @@ def train_command(
     attention: Annotated[str, typer.Option("--flops-convention", help="Attention FLOPs in MFU: causal, full or none.")] = "causal",
     teacher: Annotated[Optional[str], typer.Option("--teacher", help="Distill from this model: its forward pass per token counts in FLOPs, time and memory.")] = None,
     recompute_layers: _int_opt("--recompute-layers", "With --recompute full: recompute only this many layers per pipeline stage (partial recompute).") = None,
-    framework: Annotated[str, typer.Option("--framework", help="Training stack: megatron (Megatron-Core / NeMo: fused FP8 casts) or pytorch (torchtitan, FSDP2, Composer, Accelerate: slower FP8).")] = "megatron",
+    framework: FrameworkOpt = "megatron",
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
 ) -> None:

@@ -7,7 +7,8 @@ import typer
 
 from gpuplan.cli.app import plan_app
 from gpuplan.cli.options import (
-    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, CsvOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, JsonOpt,
+    ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, CsvOpt, DbOpt, DeadlineOpt, ExcludeOpt, FrameworkOpt,
+    GpuFilterOpt, JsonOpt,
     KindsOpt, LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt,
     ProvidersOpt, RegionsOpt, SampleLenOpt, WideOpt, build_request, constraints_from_options,
 )
@@ -43,7 +44,8 @@ UsersOpt = Annotated[Optional[str], typer.Option("--users", help="Where users ar
 
 
 def _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank, precision,
-                   seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows=False, sample_len=None):
+                   seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows=False, sample_len=None,
+                   framework="megatron"):
     """The TrainPlanRequest the API takes too: strings such as '15T' are parsed by the request itself."""
     from gpuplan.errors import UsageError
     from gpuplan.planner.requests import TrainPlanRequest
@@ -54,7 +56,7 @@ def _train_request(model, params, active_params, tokens, epochs, dataset_tokens,
         model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
         dataset_tokens=dataset_tokens, method=method, lora_rank=lora_rank, precision=precision, seq_len=seq_len,
         global_batch=global_batch, goodput=goodput, dataset_gb=dataset_gb, constraints=constraints, limit=limit,
-        all_rows=all_rows, sample_len=sample_len,
+        all_rows=all_rows, sample_len=sample_len, framework=framework,
     ))
 
 
@@ -80,7 +82,7 @@ def plan_train(
     tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
     method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
     seq_len: SeqLenOpt = 4096, sample_len: SampleLenOpt = None, global_batch: GlobalBatchOpt = None,
-    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0,
+    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0, framework: FrameworkOpt = "megatron",
     budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
@@ -98,7 +100,7 @@ def plan_train(
                                            allow_unclustered=allow_unclustered, max_wall=max_wall)
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
                          precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows,
-                         sample_len=sample_len)
+                         sample_len=sample_len, framework=framework)
     result = plan_training(req, Catalog.load(db))
     if as_csv and not as_json:
         from gpuplan.cli.plan_csv import print_plan_csv

@@ -22,7 +22,7 @@ from gpuplan.cli.cmd_plan import (
 from gpuplan.cli.options import (
     ActiveParamsOpt, AllowDecentralizedOpt, BudgetOpt, DbOpt, DeadlineOpt, ExcludeOpt, GpuFilterOpt, KindsOpt,
     LimitOpt, MaxGpusOpt, MaxPriceAgeOpt, MinConfidenceOpt, ModelOpt, NoSpotOpt, ParamsOpt, ProvidersOpt,
-    RegionsOpt, SampleLenOpt, constraints_from_options,
+    RegionsOpt, SampleLenOpt, FrameworkOpt, constraints_from_options,
 )
 
 report_app = typer.Typer(
@@ -99,7 +99,7 @@ def report_train(
     tokens: TokensOpt = None, epochs: EpochsOpt = None, dataset_tokens: DatasetTokensOpt = None,
     method: MethodOpt = "full", lora_rank: LoraRankOpt = 16, precision: TrainPrecisionOpt = "bf16",
     seq_len: SeqLenOpt = 4096, sample_len: SampleLenOpt = None, global_batch: GlobalBatchOpt = None,
-    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0,
+    goodput: GoodputOpt = None, dataset_gb: DatasetGbOpt = 0.0, framework: FrameworkOpt = "megatron",
     budget: BudgetOpt = None, deadline: DeadlineOpt = None, providers: ProvidersOpt = None,
     exclude: ExcludeOpt = None, kinds: KindsOpt = None, regions: RegionsOpt = None, gpu: GpuFilterOpt = None,
     max_gpus: MaxGpusOpt = None, no_spot: NoSpotOpt = False, min_confidence: MinConfidenceOpt = None,
@@ -117,7 +117,7 @@ def report_train(
                                            allow_unclustered=allow_unclustered, max_wall=max_wall)
     req = _train_request(model, params, active_params, tokens, epochs, dataset_tokens, method, lora_rank,
                          precision, seq_len, global_batch, goodput, dataset_gb, constraints, limit, all_rows,
-                         sample_len=sample_len)
+                         sample_len=sample_len, framework=framework)
     catalog = Catalog.load(db)
     _emit(plan_training(req, catalog), req, catalog, out, fmt)
 

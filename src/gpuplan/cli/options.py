@@ -11,6 +11,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 SampleLenOpt = Annotated[Optional[int], typer.Option(
     "--sample-len", help="Mean tokens per example when short examples are packed into each sequence with "
                          "per-example attention (SFT packing): attention spans one example, not --seq-len.")]
+FrameworkOpt = Annotated[str, typer.Option(
+    "--framework", help="Training stack: megatron (Megatron-Core / NeMo: fused FP8 casts) or pytorch (torchtitan, "
+                        "FSDP2, Composer, Accelerate: FP8 casts as kernels of their own, slower FP8).")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Catalog store (default: $GPUPLAN_DB or the user data dir).")]
 

@@ -721,7 +721,7 @@ def _accelerate_command(ctx: Context, node_rank: str, master_addr: str, master_p
     if prec == "fp8" and ctx.vendor != "nvidia":
         mixed = "bf16"
         ctx.warn(f"accelerate's FP8 needs NVIDIA TransformerEngine; on {ctx.vendor} it launches bf16")
-    if mixed == "fp8":  # plans are timed for the Megatron stack the model-parallel launches use
+    if mixed == "fp8" and ctx.summary.get("framework", "megatron") == "megatron":  # timed for Megatron's stack
         ctx.warn("the plan timed FP8 with Megatron's fused casts; accelerate runs TransformerEngine linears whose casts "
                  "are kernels of their own, so expect slower FP8 steps than planned (`gpuplan estimate train "
                  "--framework pytorch` gives the figure)")
@@ -759,6 +759,9 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         if script is not None:
             run = [torchrun_command(ctx, nnodes, nproc, node_rank, master_addr, master_port)]
             return TrainLaunch("script", [req], run, env, training_image(ctx, "megatron"), notes)
+        if ctx.summary.get("framework") == "pytorch":
+            raise UsageError("the plan was timed for a PyTorch-native stack (--framework pytorch) and the template "
+                             "launches Megatron-LM: pass --script (your torchtitan / FSDP2 entry point) to launch it")
         mcfg = data_map("training")["megatron"]
         arch = megatron_model_args(ctx)
         if arch is None:

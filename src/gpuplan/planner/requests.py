@@ -70,8 +70,15 @@ def _as_duration(v: Any) -> Any:
     return v
 
 
+FRAMEWORK_HELP = ("training stack: megatron (Megatron-Core / NeMo, fused FP8 casts; what model-parallel exports "
+                  "launch) or pytorch (torchtitan, FSDP2, Composer, Accelerate)")
+
+
 def _lower(v: Any) -> Any:
     return v.strip().lower() if isinstance(v, str) else v
+
+
+FrameworkField = Annotated[Literal["megatron", "pytorch"], BeforeValidator(_lower)]
 
 
 Quantity = Annotated[float, BeforeValidator(_as_quantity)]
@@ -150,6 +157,7 @@ class TrainPlanRequest(ModelChoice):
     sample_len: int | None = Field(default=None, gt=0, le=1_048_576, description=SAMPLE_LEN_HELP)
     global_batch: int | None = Field(default=None, gt=0, le=1_000_000, description="sequences per step")
     goodput: float | None = Field(default=None, gt=0, le=1)
+    framework: FrameworkField = Field(default="megatron", description=FRAMEWORK_HELP)
     dataset_gb: float = Field(default=0.0, ge=0, le=1e7, description="data moved in (storage while training)")
     checkpoints_kept: int = Field(default=3, ge=1, le=1000)
     download_final_weights: bool = True
@@ -304,9 +312,7 @@ class TrainEstimateRequest(ModelChoice):
     teacher: str | None = Field(default=None, min_length=1, max_length=200,
                                 description="distill from this model: its forward pass per token counts")
     recompute_layers: int | None = Field(default=None, description="with recompute full: layers recomputed per stage")
-    framework: Annotated[Literal["megatron", "pytorch"], BeforeValidator(_lower)] = Field(
-        default="megatron", description="training stack: megatron (Megatron-Core / NeMo, fused FP8 casts) or pytorch "
-                                        "(torchtitan, FSDP2, Composer, Accelerate)")
+    framework: FrameworkField = Field(default="megatron", description=FRAMEWORK_HELP)
 
     @property
     def per_nominal_tokens(self) -> bool:

@@ -63,7 +63,7 @@ def _workload(req: TrainPlanRequest, model):
     kind = "pretrain" if req.method == "full" and req.epochs is None else "finetune"
     wl = make_workload(kind=kind, method=req.method, tokens=req.total_tokens, seq_len=req.seq_len,
                        global_batch=req.global_batch, precision=req.precision, lora_rank=req.lora_rank,
-                       sample_len=req.sample_len)
+                       sample_len=req.sample_len, framework=req.framework)
     return with_model_defaults(wl, model)
 
 
@@ -793,6 +793,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
         "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
         "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
         **({"sample_len": workload.sample_len} if workload.sample_len else {}),
+        "framework": workload.framework,
         "global_batch": batch, "global_batch_tokens": batch * workload.seq_len,
         "global_batch_basis": "given (rounded to the layout)" if req.global_batch else
         ("by model size, as published recipes (4M tokens at 8B, 16M at 405B); rounded to the layout"
