@@ -121,6 +121,7 @@ def test_framework_pytorch_slows_fp8_only(cli):
     assert torch["assumptions"]["framework"] == "pytorch" and 0.4 <= ratio < 1.0
     assert torch["step_time_s"] > mega["step_time_s"] * 1.05
     assert any("pytorch stack" in n for n in torch["notes"])
+    assert any("--framework pytorch" in n for n in mega["notes"])  # an unstated stack says what the other one costs
     b_mega, b_torch = run(), run("--framework", "PyTorch")
     assert b_torch["step_time_s"] == pytest.approx(b_mega["step_time_s"])
     code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "H100",

@@ -546,6 +546,10 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"{workload.framework} stack: its FP8 casts run as kernels of their own, so the 8-bit GEMMs keep "
                      f"{assumptions['framework_fp8_ratio']:.0%} of Megatron's efficiency (fitted on torchtitan and "
                      f"LLM Foundry rows)")
+    elif workload.precision in ("fp8", "fp4") and efficiency is None:
+        notes.append(f"{workload.precision.upper()} timed for a Megatron-class stack (casts fused into Transformer "
+                     f"Engine kernels); on torchtitan, FSDP2 or Accelerate the 8-bit GEMMs keep about "
+                     f"{eff.framework_ratio(workload.precision, 'pytorch'):.0%} of that: --framework pytorch")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:
