@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from gpuplan.display import fmt_duration
 from gpuplan.errors import UsageError
+from gpuplan.perf.workload import Framework
 from gpuplan.units import SECONDS_PER_MONTH, parse_quantity
 
 MAX_GPUS_LIMIT = 131_072
@@ -78,7 +79,7 @@ def _lower(v: Any) -> Any:
     return v.strip().lower() if isinstance(v, str) else v
 
 
-FrameworkField = Annotated[Literal["megatron", "pytorch"], BeforeValidator(_lower)]
+FrameworkField = Annotated[Framework, BeforeValidator(_lower)]
 
 
 Quantity = Annotated[float, BeforeValidator(_as_quantity)]
