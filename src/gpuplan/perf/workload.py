@@ -7,7 +7,7 @@ is how people think about it.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -22,7 +22,7 @@ Optimizer = Literal["adam", "adam8bit", "sgd"]
 # FSDP2, Composer / LLM Foundry, Hugging Face Accelerate), whose FP8 (torchao float8, TE linears) casts run as kernels
 # of their own.
 Framework = Literal["megatron", "pytorch"]
-FRAMEWORKS = ("megatron", "pytorch")
+FRAMEWORKS = get_args(Framework)
 
 MAX_TOKENS = 1e16  # 100x the largest public run (Llama 3.1: 15.6T); beyond is a typo, not a plan
 MAX_SEQ_LEN = 4_194_304

@@ -243,7 +243,7 @@ LowerStr = Annotated[str, BeforeValidator(_lower)]
 
 def training_workload(tokens=None, epochs=None, dataset_tokens=None, method="full", seq_len=4096, global_batch=None,
                       precision="bf16", lora_rank=16, lora_targets="all", default_tokens: float | None = None,
-                      sample_len: int | None = None):
+                      sample_len: int | None = None, framework: str = "megatron"):
     """The TrainingWorkload of an estimate: pre-training for `full` without a data set, else fine-tuning."""
     from gpuplan.perf.workload import make_workload
 
@@ -263,7 +263,7 @@ def training_workload(tokens=None, epochs=None, dataset_tokens=None, method="ful
     kind = "pretrain" if method == "full" and data is None else "finetune"
     return make_workload(kind=kind, method=method, tokens=tok, epochs=epochs, dataset_tokens=data, seq_len=seq_len,
                          global_batch=global_batch, precision=str(precision).strip().lower(), lora_rank=lora_rank,
-                         lora_targets=str(lora_targets).strip().lower(), sample_len=sample_len)
+                         lora_targets=str(lora_targets).strip().lower(), sample_len=sample_len, framework=framework)
 
 
 def fabric_gbps(text: str | float) -> str | float:
@@ -323,9 +323,7 @@ class TrainEstimateRequest(ModelChoice):
         wl = training_workload(self.tokens, self.epochs, self.dataset_tokens, self.method, self.seq_len,
                                self.global_batch, self.precision, self.lora_rank, self.lora_targets,
                                default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None,
-                               sample_len=self.sample_len)
-        if self.framework != "megatron":
-            wl = wl.model_copy(update={"framework": self.framework})
+                               sample_len=self.sample_len, framework=self.framework)
         return with_distillation_and_recompute(wl, self.teacher, self.recompute_layers, self.recompute)
 
 
