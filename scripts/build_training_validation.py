@@ -52,7 +52,7 @@ COLUMNS = [
 # CSV by the ninth session, outside this script, with the same column.
 PYTORCH_SOURCES = frozenset({"llm-foundry-2023", "mpt7b-card-2023", "tinyllama-2024", "torchtitan-bench-2024-12",
                              "torchtitan-asynctp-2025-06", "torchtitan-trainy-h200-2025-06",
-                             "aws-sagemaker-torchtitan-2024-10", "aws-awsome-torchtitan-2025-03"})
+                             "aws-sagemaker-torchtitan-2024-10", "aws-awsome-torchtitan-2025-03", "smollm3-2025"})
 
 # GPUs the catalog does not hold, described only for validation (TPU v4: 275 bf16 TFLOP/s,
 # 32 GB HBM2 at 1.2 TB/s; TPU v3: 123 TFLOP/s, 32 GB at 0.9 TB/s per chip). Their ICI torus is

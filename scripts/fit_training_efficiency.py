@@ -28,7 +28,10 @@ one benchmark table do not drown the others:
   quantisation per expert in the grouped GEMM);
 - pytorch_fp8_ratio: the share of the low-precision GEMM efficiency that FP8 keeps in a PyTorch-native stack
   (the rows' `framework` column: torchtitan, LLM Foundry; torchao float8 or TE linears whose casts run as kernels of
-  their own) against Megatron's fused casts; 16-bit rows and Megatron rows do not depend on it.
+  their own) against Megatron's fused casts; 16-bit rows and Megatron rows do not depend on it;
+- pytorch_attn_ratio: the share of Megatron's attention speed (Transformer Engine's cuDNN fused attention) that a
+  PyTorch-native stack keeps on Hopper and Blackwell, where its SDPA flash backend is FlashAttention-2; Ampere and
+  older GPUs, AMD and Gaudi rows do not depend on it.
 
 Goodput parameters (goodput_base, lost_h_per_failure) are then fitted to the FULL RUN rows
 (whole-run GPU-hours), given the compute fit. Loss: mean absolute log error. Rows whose GPU
@@ -54,7 +57,7 @@ COMPUTE_STARTS = {
     "eta_max": 0.65, "h_half": 1200.0, "tp_exposed": 0.7, "m_half": 256.0, "layer_overhead_us": 60.0,
     "attn_ratio": 0.6, "attn_blackwell": 1.0, "lowp_fp8": 0.8, "ep_exposed": 0.8, "cp_exposed": 0.3,
     "dp_exposed": 0.3, "moe_imbalance": 1.15, "moe_layer_overhead_us": 300.0, "moe_expert_overhead_us": 50.0,
-    "pytorch_fp8_ratio": 0.8,
+    "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8,
 }
 
 
@@ -136,7 +139,9 @@ def main(argv: list[str]) -> int:
                  "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; moe_layer_overhead_us: per MoE layer and micro-batch in dropless MoE "
                  "(token-dropping runs and NVL72 racks skip it); moe_expert_overhead_us: per local expert, MoE layer "
                  "and micro-batch; pytorch_fp8_ratio: share of the FP8 GEMM efficiency a PyTorch-native stack "
-                 "(framework column: torchtitan, LLM Foundry) keeps against Megatron's fused casts; goodput(n) = "
+                 "(framework column: torchtitan, LLM Foundry) keeps against Megatron's fused casts; pytorch_attn_ratio: "
+                 "share of Megatron's attention speed such a stack keeps on Hopper / Blackwell (FlashAttention-2 "
+                 "against cuDNN); goodput(n) = "
                  "goodput_base / (1 + n * lost_h_per_failure / gpu_h_per_failure). Other parameters are fixed "
                  "defaults (see gpuplan.perf.efficiency)."),
         "source": f"fitted {dt.date.today().isoformat()} on {len(used)} rows",

@@ -106,9 +106,25 @@ def test_tokens_optional_for_step_time_with_gpus(cli):
     assert any("highest throughput per GPU" in n for n in est["notes"]) and "Traceback" not in err
 
 
+def test_a_long_sequence_on_the_default_stack_names_the_pytorch_attention_gap(cli):
+    """At 64k tokens attention is most of the step: on H100 the default (Megatron, cuDNN attention) estimate says what a
+    PyTorch stack's FlashAttention-2 keeps and names --framework pytorch; on A100, where both stacks run
+    FlashAttention-2, it does not; at 4k it does not either."""
+    def notes(gpu, seq):
+        code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e10", "--gpu", gpu,
+                             "--gpus", "64", "--seq-len", str(seq), "--json")
+        assert code == 0, err
+        return json.loads(out)["notes"]
+
+    assert any("FlashAttention-2" in n and "--framework pytorch" in n for n in notes("H100", 65536))
+    assert not any("FlashAttention-2" in n for n in notes("A100-80GB", 65536))
+    assert not any("FlashAttention-2" in n for n in notes("H100", 4096))
+
+
 def test_framework_pytorch_slows_fp8_only(cli):
     """--framework pytorch (torchtitan, FSDP2, Composer): FP8 GEMMs keep the fitted share of Megatron's efficiency,
-    said in the assumptions and notes; bf16 runs the same on both stacks; an unknown stack is a usage error."""
+    said in the assumptions and notes; bf16 GEMMs run the same on both stacks, attention on H100 at FlashAttention-2's
+    share of cuDNN's (on A100 both stacks run FlashAttention-2); an unknown stack is a usage error."""
     def run(*extra):
         code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "H100",
                              "--gpus", "8", "--tp", "1", "--pp", "1", "--micro-batch", "2", *extra, "--json")
@@ -123,7 +139,15 @@ def test_framework_pytorch_slows_fp8_only(cli):
     assert any("pytorch stack" in n for n in torch["notes"])
     assert any("--framework pytorch" in n for n in mega["notes"])  # an unstated stack says what the other one costs
     b_mega, b_torch = run(), run("--framework", "PyTorch")
-    assert b_torch["step_time_s"] == pytest.approx(b_mega["step_time_s"])
+    assert b_torch["assumptions"]["framework_fp8_ratio"] == 1.0
+    # bf16 GEMMs run the same on both stacks; on H100 the PyTorch stack's attention is FlashAttention-2
+    att = b_torch["assumptions"]["framework_attention_ratio"]
+    assert b_mega["assumptions"]["framework_attention_ratio"] == 1.0 and 0.3 <= att < 1.0
+    assert b_mega["step_time_s"] < b_torch["step_time_s"] < b_mega["step_time_s"] / att
+    assert any("FlashAttention-2" in n for n in b_torch["notes"])
+    a_mega, a_torch = run("--gpu", "A100-80GB"), run("--gpu", "A100-80GB", "--framework", "pytorch")
+    assert a_torch["step_time_s"] == pytest.approx(a_mega["step_time_s"])  # FlashAttention-2 in both stacks
+    assert a_torch["assumptions"]["framework_attention_ratio"] == 1.0
     code, out, err = cli("estimate", "train", "--model", "llama-3.1-8b", "--tokens", "1e11", "--gpu", "H100",
                          "--framework", "jax")
     assert code == 2 and "framework" in err and err.strip().count("\n") == 0

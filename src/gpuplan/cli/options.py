@@ -12,8 +12,9 @@ SampleLenOpt = Annotated[Optional[int], typer.Option(
     "--sample-len", help="Mean tokens per example when short examples are packed into each sequence with "
                          "per-example attention (SFT packing): attention spans one example, not --seq-len.")]
 FrameworkOpt = Annotated[str, typer.Option(
-    "--framework", help="Training stack: megatron (Megatron-Core / NeMo: fused FP8 casts) or pytorch (torchtitan, "
-                        "FSDP2, Composer, Accelerate: FP8 casts as kernels of their own, slower FP8).")]
+    "--framework", help="Training stack: megatron (Megatron-Core / NeMo: fused FP8 casts, cuDNN attention) or pytorch "
+                        "(torchtitan, FSDP2, Composer, Accelerate: FP8 casts as kernels of their own, FlashAttention-2 "
+                        "on H100/B200: slower FP8 and long sequences).")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV.")]
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Catalog store (default: $GPUPLAN_DB or the user data dir).")]
 

@@ -41,7 +41,8 @@ EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
 REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
-                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio")
+                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio",
+                       "pytorch_attn_ratio")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ class TrainingEfficiency:
     # GEMM efficiency Megatron's fused casts keep: amax, scaling and the casts to 8 bits run as memory-bound kernels of
     # their own (formulas.md §5; the device runs in this repository measured the same gap for eager FP8).
     pytorch_fp8_ratio: float = 1.0
+    # Attention in a PyTorch-native stack on Hopper and Blackwell keeps this share of the speed of Megatron's
+    # (Transformer Engine's cuDNN fused attention): PyTorch's SDPA flash backend is FlashAttention-2, written for
+    # Ampere's tensor-core instructions, which reaches about half of what FlashAttention-3 / cuDNN reach on H100
+    # (Shah et al. 2024, FlashAttention-3, Fig. 5-6). Ampere and older run FlashAttention-2 in every stack.
+    pytorch_attn_ratio: float = 1.0
     source: str = "defaults"
 
     def eta(self, peak_tflops, mem_bw_tbps, hidden: float, precision: str) -> np.ndarray:
@@ -102,6 +108,11 @@ class TrainingEfficiency:
     def framework_ratio(self, precision: str, framework: str) -> float:
         """Share of the low-precision GEMM efficiency a framework keeps (1 for 16-bit math and for Megatron)."""
         return self.pytorch_fp8_ratio if framework == "pytorch" and precision in ("fp8", "fp4") else 1.0
+
+    def attention_framework_ratio(self, framework: str) -> float:
+        """Share of Megatron's attention speed a framework keeps where the fastest kernels need Hopper's or
+        Blackwell's own instructions (1 for Megatron; the caller applies it on those architectures only)."""
+        return self.pytorch_attn_ratio if framework == "pytorch" else 1.0
 
     def memory_bound_share(self, hidden: float) -> float:
         """The share of a step the curve spends below its ceiling, h_half / (h + h_half): the

@@ -339,6 +339,7 @@ def _choose_count(grid: TrainingGrid, deadline_h: float) -> tuple[int, str]:
 EFFICIENT_SLACK = 0.10
 REASONABLE_WALL_DAYS = 30.0
 LONGEST_WALL_DAYS = 90.0
+LONG_SEQ_NOTE_TOKENS = 16_384  # from here attention is a large share of the step: the stack's kernels matter
 COUNT_POLICIES = ("auto", "deadline", "efficient", "throughput")
 
 
@@ -453,6 +454,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     from gpuplan.perf.layout_search import _select
 
     one = _select(feats, 0)
+    fa2_gap = float(one.fa2_gap) > 0.0 and efficiency is None
+    attn_stack = eff.attention_framework_ratio(workload.framework) if fa2_gap else 1.0  # as step_time_s applies it
 
     def time_of(idx):
         idx = np.atleast_1d(idx)
@@ -527,6 +530,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "sequence_parallel": workload.sequence_parallel,
         "framework": workload.framework,
         "framework_fp8_ratio": eff.framework_ratio(workload.precision, workload.framework),
+        "framework_attention_ratio": attn_stack,
         "fabric": {"inter_node_gbps_per_gpu": inter / eff.inter_node_efficiency * 8 / 1e9,
                    "gpus_per_node": gpn, "nvlink_gbps": g.nvlink_gbps,
                    "nvlink_domain": int(feats.scaleup_domain[0])},
@@ -550,6 +554,15 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"{workload.precision.upper()} timed for a Megatron-class stack (casts fused into Transformer "
                      f"Engine kernels); on torchtitan, FSDP2 or Accelerate the 8-bit GEMMs keep about "
                      f"{eff.framework_ratio(workload.precision, 'pytorch'):.0%} of that: --framework pytorch")
+    if attn_stack < 1.0:
+        notes.append(f"{workload.framework} stack on {g.id}: attention runs PyTorch SDPA's FlashAttention-2, "
+                     f"{attn_stack:.0%} of the speed of the cuDNN / FlashAttention-3 kernels Megatron runs (fitted on "
+                     f"torchtitan and LLM Foundry rows); long sequences feel it most")
+    elif fa2_gap and workload.seq_len >= LONG_SEQ_NOTE_TOKENS and efficiency is None:
+        notes.append(f"attention timed for cuDNN fused attention (Megatron / Transformer Engine); a PyTorch stack "
+                     f"running FlashAttention-2 on {g.id} keeps about "
+                     f"{eff.attention_framework_ratio('pytorch'):.0%} of its speed, which a "
+                     f"{workload.seq_len:,}-token sequence feels: --framework pytorch")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:

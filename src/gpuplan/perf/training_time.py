@@ -80,6 +80,9 @@ class GpuFeatures:
     arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
     bf16_ratio: np.ndarray | float = 1.0  # bf16 peak / peak at the compute precision (attention stays bf16)
     blackwell: np.ndarray | float = 0.0  # 1 on Blackwell: attention runs at `attn_blackwell` x Hopper's share
+    # 1 on Hopper and Blackwell: the fastest attention kernels (cuDNN, FlashAttention-3/4) use instructions
+    # FlashAttention-2, PyTorch SDPA's flash backend, lacks; a PyTorch-native stack keeps `pytorch_attn_ratio` of them
+    fa2_gap: np.ndarray | float = 0.0
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -124,6 +127,16 @@ def blackwell_flags(gpus: list[Gpu]) -> np.ndarray:
     return np.array([1.0 if arch_of(g.id, g.vendor) == "Blackwell" else 0.0 for g in gpus], dtype=np.float64)
 
 
+def fa2_gap_flags(gpus: list[Gpu]) -> np.ndarray:
+    """1 for NVIDIA's data-centre Hopper and Blackwell GPUs (sm90, sm100), where FlashAttention-2 leaves the attention
+    kernels' speed behind. The RTX Blackwell cards (sm120) keep Ampere's tensor-core instructions, and there cuDNN's
+    attention is no faster than FlashAttention-2 (0.88x on an RTX PRO 6000, huggingface/transformers#48163)."""
+    from gpuplan.perf.vendor_efficiency import arch_of
+
+    return np.array([1.0 if g.vendor.upper() == "NVIDIA" and arch_of(g.id, g.vendor) in ("Hopper", "Blackwell")
+                     and not g.id.upper().startswith("RTX") else 0.0 for g in gpus], dtype=np.float64)
+
+
 def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEfficiency) -> GpuFeatures:
     gpn = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.float64), (len(gpus),))
     peak = np.array([g.peak_tflops(precision) for g in gpus], dtype=np.float64)
@@ -139,6 +152,7 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
         bf16_ratio=np.array([g.peak_tflops("bf16") if g.bf16_tflops > 0 else g.peak_tflops(precision)
                              for g in gpus], dtype=np.float64) / np.maximum(peak, 1e-9),
         blackwell=blackwell_flags(gpus),
+        fa2_gap=fa2_gap_flags(gpus),
     )
 
 
@@ -197,7 +211,10 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # low-precision GEMM ratio.
         lowp = (eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0) * fw
         attn_arch = 1.0 + feats.blackwell * (eff.attn_blackwell - 1.0)  # attention kernels' speed vs Hopper's
-        attn_slow = np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0) / (eff.attn_ratio * attn_arch)
+        # A PyTorch-native stack on Hopper / Blackwell runs FlashAttention-2 where Megatron runs cuDNN's kernels.
+        attn_stack = 1.0 + feats.fa2_gap * (eff.attention_framework_ratio(wl.framework) - 1.0)
+        attn_slow = (np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0)
+                     / (eff.attn_ratio * attn_arch * attn_stack))
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)

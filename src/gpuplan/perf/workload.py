@@ -69,8 +69,9 @@ class TrainingWorkload(BaseModel):
     fp32_grads: bool = Field(default=False, description="fp32 gradient accumulation buffers (Megatron default): 18 B/param")
     flash_attention: bool = True
     sequence_parallel: bool = True
-    framework: Framework = Field(default="megatron", description="training stack: megatron (fused FP8 casts) or "
-                                                                 "pytorch (torchtitan, FSDP2, Composer, Accelerate)")
+    framework: Framework = Field(default="megatron", description="training stack: megatron (fused FP8 casts, "
+                                                                 "cuDNN attention) or pytorch (torchtitan, FSDP2, "
+                                                                 "Composer, Accelerate)")
     # Distillation: a frozen teacher runs a forward pass over every training token.
     teacher: str | None = Field(default=None, description="teacher model name (distillation)")
     teacher_forward_flops_per_token: float = Field(default=0.0, ge=0, description="teacher forward FLOPs per token "

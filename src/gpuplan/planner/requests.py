@@ -71,8 +71,8 @@ def _as_duration(v: Any) -> Any:
     return v
 
 
-FRAMEWORK_HELP = ("training stack: megatron (Megatron-Core / NeMo, fused FP8 casts; what model-parallel exports "
-                  "launch) or pytorch (torchtitan, FSDP2, Composer, Accelerate)")
+FRAMEWORK_HELP = ("training stack: megatron (Megatron-Core / NeMo, fused FP8 casts, cuDNN attention; what "
+                  "model-parallel exports launch) or pytorch (torchtitan, FSDP2, Composer, Accelerate)")
 
 
 def _lower(v: Any) -> Any:
