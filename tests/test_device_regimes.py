@@ -64,8 +64,8 @@ Ninth refit (2026-11-27, twelfth session: a `framework` input, PyTorch-native FP
 context +33.2% -> +30.7% (worst +35.7% -> +32.8%; all long-context rows +17.9% -> +16.6%), the others less than 1 point.
 Tenth refit (2026-11-27, thirteenth session: a PyTorch-native stack's attention on Hopper / Blackwell keeps the fitted
 pytorch_attn_ratio 0.63 of Megatron's cuDNN attention speed; with the PyTorch rows no longer pulling it down, attn_ratio
-0.48 -> 0.58, and h_half 1243 -> 847, eta_max 0.705 -> 0.659): timed at the default framework (Megatron) these rows moved
-toward their measurements: long context +30.7% -> +5.8% (worst +6.2%; all long-context rows +16.6% -> -0.8%), LoRA
+0.48 -> 0.58, and h_half 1243 -> 847, eta_max 0.705 -> 0.659): timed at the default framework (Megatron) these rows
+moved toward their measurements: long context +30.7% -> +5.8% (worst +6.2%; all long-context rows +16.6% -> -0.8%), LoRA
 +11.2% -> +2.1%, the bf16 control +1.9% -> -9.6% (worst -14.6%), eager FP8 -59.5% -> -64.5%. These runs are PyTorch
 (flash SDPA = FlashAttention-2 on H100 in torch 2.11): timed as `--framework pytorch` the long-context rows would be
 +7% at 4k to +55% at 64k. Our own runs and the published PyTorch rows (LLM Foundry 2023, torchtitan on 500 W H100s)

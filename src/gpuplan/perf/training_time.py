@@ -80,7 +80,7 @@ class GpuFeatures:
     arch_factor: np.ndarray | float = 1.0  # efficiency of the GPU's architecture relative to Hopper
     bf16_ratio: np.ndarray | float = 1.0  # bf16 peak / peak at the compute precision (attention stays bf16)
     blackwell: np.ndarray | float = 0.0  # 1 on Blackwell: attention runs at `attn_blackwell` x Hopper's share
-    # 1 on Hopper and Blackwell: the fastest attention kernels (cuDNN, FlashAttention-3/4) use instructions
+    # 1 on data-centre Hopper and Blackwell: the fastest attention kernels (cuDNN, FlashAttention-3/4) use instructions
     # FlashAttention-2, PyTorch SDPA's flash backend, lacks; a PyTorch-native stack keeps `pytorch_attn_ratio` of them
     fa2_gap: np.ndarray | float = 0.0
 
