@@ -12,7 +12,8 @@ one benchmark table do not drown the others:
 - eta_max, h_half: the efficiency curve eta = eta_max / (1 + h_half / hidden);
 - m_half: GEMM token rows at half speed (short micro-batches, tokens per routed expert);
 - layer_overhead_us: fixed time per layer and micro-batch (kernel launches, small kernels);
-- attn_ratio: attention kernels' efficiency relative to the GEMMs; attn_blackwell: their speed on
+- attn_ratio: attention kernels' efficiency relative to wide-layer GEMMs (no small-layer term: the kernels tile
+  heads x sequence, whatever the hidden size); attn_blackwell: their speed on
   Blackwell relative to Hopper's;
 - lowp_fp8: share of the GEMM efficiency 8-bit GEMMs keep against their doubled peak;
 - tp_exposed, cp_exposed: shares of TP collectives and the context-parallel ring left on the
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> int:
                  "data/training-runs.csv (THROUGHPUT rows, each regime weighted equally; goodput on FULL rows). "
                  "eta = eta_max * lowp_ratio / (1 + h_half / hidden); GEMMs over M token rows run 1 + m_half / M "
                  "slower (routed experts: M = tokens per expert per micro-batch); attention at attn_ratio of the "
-                 "GEMM efficiency (FlashAttention backward = 2.5 forward passes; on Blackwell x attn_blackwell); "
+                 "wide-layer GEMM efficiency, eta without its h_half term (FlashAttention backward = 2.5 forward passes; on Blackwell x attn_blackwell); "
                  "layer_overhead_us per layer and "
                  "micro-batch; tp/cp/dp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
                  "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; moe_layer_overhead_us: per MoE layer and micro-batch in dropless MoE "

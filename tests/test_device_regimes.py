@@ -63,13 +63,14 @@ Ninth refit (2026-11-27, twelfth session: a `framework` input, PyTorch-native FP
 22 -> 107): these rows are timed at the default framework (Megatron), so only the shared parameters moved them: long
 context +33.2% -> +30.7% (worst +35.7% -> +32.8%; all long-context rows +17.9% -> +16.6%), the others less than 1 point.
 Tenth refit (2026-11-27, thirteenth session: a PyTorch-native stack's attention on Hopper / Blackwell keeps the fitted
-pytorch_attn_ratio 0.63 of Megatron's cuDNN attention speed; with the PyTorch rows no longer pulling it down, attn_ratio
-0.48 -> 0.58, and h_half 1243 -> 847, eta_max 0.705 -> 0.659): timed at the default framework (Megatron) these rows
-moved toward their measurements: long context +30.7% -> +5.8% (worst +6.2%; all long-context rows +16.6% -> -0.8%), LoRA
-+11.2% -> +2.1%, the bf16 control +1.9% -> -9.6% (worst -14.6%), eager FP8 -59.5% -> -64.5%. These runs are PyTorch
-(flash SDPA = FlashAttention-2 on H100 in torch 2.11): timed as `--framework pytorch` the long-context rows would be
-+7% at 4k to +55% at 64k. Our own runs and the published PyTorch rows (LLM Foundry 2023, torchtitan on 500 W H100s)
-disagree on how much slower that stack's attention is; both are reported, neither is tuned to the other.
+pytorch_attn_ratio 0.59 of Megatron's cuDNN attention speed, and attention runs at attn_ratio of the wide-layer GEMM
+efficiency whatever the hidden size; attn_ratio 0.48 -> 0.44, eta_max 0.705 -> 0.722, h_half 1243 -> 1259): timed at
+the default framework (Megatron) these rows moved toward their measurements: long context +30.7% -> -4.2% (worst
+-5.3%; all long-context rows +16.6% -> -4.1%), LoRA +11.2% -> +5.3%, the bf16 control +1.9% -> -8.8% (worst -13.7%),
+eager FP8 -59.5% -> -65.2%. These runs are PyTorch (flash SDPA = FlashAttention-2 on H100 in torch 2.11): timed as
+`--framework pytorch` the long-context rows would be +8% at 4k to +46% at 64k. Our own runs and the published PyTorch
+rows (LLM Foundry 2023, torchtitan on 500 W H100s) disagree on how much slower that stack's attention is; both are
+reported, neither is tuned to the other.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -97,15 +98,15 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 2.1, 3.5),  # 19.6 / 25.3 before the fourth refit, 11.2 / 15.4 before the tenth (see docstring)
-    ("long_context", 5.8, 6.2),  # 37.7 / 40.1 before the eighth refit, 30.7 / 32.8 before the tenth (docstring)
-    ("long_context_all", -0.8, 6.2),
-    ("fp8", -64.5, -68.6),
-    ("fp8_speedup_eager", -60.8, -63.5),
-    ("fp8_speedup_compile", -27.4, -31.2),
-    ("fp8_bf16_ref", -9.6, -14.6),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 -> 10.8 -> 2.7 -> 3.6 -> -14.6, third to tenth
-    ("fp8_gemm", -17.2, -29.6),
-    ("fp8_gemm_cast", -71.7, -90.8),
+    ("lora", 5.3, 8.0),  # 19.6 / 25.3 before the fourth refit, 11.2 / 15.4 before the tenth (see docstring)
+    ("long_context", -4.2, -5.3),  # 37.7 / 40.1 before the eighth refit, 30.7 / 32.8 before the tenth (docstring)
+    ("long_context_all", -4.1, -5.7),
+    ("fp8", -65.2, -69.9),
+    ("fp8_speedup_eager", -62.4, -65.5),
+    ("fp8_speedup_compile", -29.8, -35.9),
+    ("fp8_bf16_ref", -8.8, -13.7),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 -> 10.8 -> 2.7 -> 3.6 -> -13.7, third to tenth
+    ("fp8_gemm", -17.1, -29.4),
+    ("fp8_gemm_cast", -71.6, -90.8),
 ]
 TRAIN_INPUTS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn", "vocab", "seq_len", "micro_batch", "params",
                 "trainable_params", "steps_timed")
@@ -291,8 +292,9 @@ def test_regime_error_is_pinned(recomputed, group, median, worst):
 
 
 def test_known_shortfalls_are_on_the_optimistic_side(recomputed):
-    """Every FP8 row is predicted too fast; long context on one GPU within 10%, more pessimistic the
-    longer the sequence; LoRA is pessimistic by less than 30%; the bf16 control within 20%."""
+    """Every FP8 row is predicted too fast; long context on one GPU within 10%, and its error no longer
+    grows with the sequence (it did, up to +33% at 64k, before the stacks' attention was told apart);
+    LoRA is pessimistic by less than 30%; the bf16 control within 20%."""
     for group in ("fp8", "fp8_speedup_eager", "fp8_speedup_compile"):
         assert (recomputed[group] < 0).all(), group
     assert (np.abs(recomputed["long_context_all"]) < 10.0).all()
@@ -301,4 +303,4 @@ def test_known_shortfalls_are_on_the_optimistic_side(recomputed):
     long = sorted((int(r["seq_len"]), _err(_predicted_step_s(r), float(r["step_time_s"])))
                   for r in _train(_rows()) if r["regime"] == "long_context" and r["recompute"] == "full")
     errs = [e for _, e in long]
-    assert errs == sorted(errs), long  # more pessimistic the longer the sequence
+    assert len(errs) >= 3 and max(errs) - min(errs) < 10.0, long  # 16k to 64k within 10 points of each other

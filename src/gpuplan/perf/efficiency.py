@@ -14,7 +14,7 @@ own (doubled) peak. A variant that scaled the small-layer term with the GPU's FL
 
 The time model (training_time.py) adds a few physics parameters, fitted per regime by
 scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed; routed experts see
-b·s·k·e/E rows), `attn_ratio` (attention kernels vs GEMMs), `layer_overhead_us` and
+b·s·k·e/E rows), `attn_ratio` (attention kernels vs wide GEMMs), `layer_overhead_us` and
 `moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_expert_overhead_us` (the same
 per local expert), `moe_imbalance` (busiest expert rank / mean) and the exposed shares of the TP, EP
 all-to-all and CP ring communication.
@@ -69,8 +69,9 @@ class TrainingEfficiency:
     m_half: float = 256.0
     # Busiest expert-parallel rank / mean (token routing is never perfectly balanced per micro-batch).
     moe_imbalance: float = 1.15
-    # Attention kernels (FlashAttention fwd + bwd, causal masking) reach this share of the GEMMs'
-    # efficiency: FA2/FA3 on H100 run 35-75 % of peak against 60-80 % for large GEMMs.
+    # Attention kernels (FlashAttention fwd + bwd, causal masking) reach this share of the wide-layer GEMMs'
+    # efficiency (eta without its small-layer term: they tile heads x sequence, whatever the hidden size):
+    # FA2/FA3 on H100 run 35-75 % of peak against 60-80 % for large GEMMs.
     attn_ratio: float = 0.6
     # Attention kernels on Blackwell (tcgen05 MMA with tensor memory, cuDNN 9.7+ / FlashAttention-4)
     # relative to Hopper's at the same share of the GEMMs: attention is what long sequences spend
