@@ -30,6 +30,8 @@ one benchmark table do not drown the others:
 - pytorch_fp8_ratio: the share of the low-precision GEMM efficiency that FP8 keeps in a PyTorch-native stack
   (the rows' `framework` column: torchtitan, LLM Foundry; torchao float8 or TE linears whose casts run as kernels of
   their own) against Megatron's fused casts; 16-bit rows and Megatron rows do not depend on it;
+- attn_dhalf: the head width at which attention kernels would run at half their ceiling (narrow heads do less math
+  per K / V tile), applied relative to 128-wide heads;
 - pytorch_attn_ratio: the share of Megatron's attention speed (Transformer Engine's cuDNN fused attention) that a
   PyTorch-native stack keeps on Hopper and Blackwell, where its SDPA flash backend is FlashAttention-2; Ampere and
   older GPUs, AMD and Gaudi rows do not depend on it.
@@ -58,7 +60,7 @@ COMPUTE_STARTS = {
     "eta_max": 0.65, "h_half": 1200.0, "tp_exposed": 0.7, "m_half": 256.0, "layer_overhead_us": 60.0,
     "attn_ratio": 0.6, "attn_blackwell": 1.0, "lowp_fp8": 0.8, "ep_exposed": 0.8, "cp_exposed": 0.3,
     "dp_exposed": 0.3, "moe_imbalance": 1.15, "moe_layer_overhead_us": 300.0, "moe_expert_overhead_us": 50.0,
-    "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8,
+    "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8, "attn_dhalf": 32.0,
 }
 
 
@@ -134,7 +136,8 @@ def main(argv: list[str]) -> int:
                  "data/training-runs.csv (THROUGHPUT rows, each regime weighted equally; goodput on FULL rows). "
                  "eta = eta_max * lowp_ratio / (1 + h_half / hidden); GEMMs over M token rows run 1 + m_half / M "
                  "slower (routed experts: M = tokens per expert per micro-batch); attention at attn_ratio of the "
-                 "wide-layer GEMM efficiency, eta without its h_half term (FlashAttention backward = 2.5 forward passes; on Blackwell x attn_blackwell); "
+                 "wide-layer GEMM efficiency, eta without its h_half term, for 128-wide heads (x (1 + attn_dhalf / 128) / "
+                 "(1 + attn_dhalf / head_dim) otherwise; FlashAttention backward = 2.5 forward passes; on Blackwell x attn_blackwell); "
                  "layer_overhead_us per layer and "
                  "micro-batch; tp/cp/dp_exposed: shares of collectives on the critical path; ep_exposed: share of the "
                  "all-to-all that never hides (it overlaps up to one micro-batch's compute); moe_imbalance: busiest expert rank / mean; moe_layer_overhead_us: per MoE layer and micro-batch in dropless MoE "

@@ -63,14 +63,16 @@ Ninth refit (2026-11-27, twelfth session: a `framework` input, PyTorch-native FP
 22 -> 107): these rows are timed at the default framework (Megatron), so only the shared parameters moved them: long
 context +33.2% -> +30.7% (worst +35.7% -> +32.8%; all long-context rows +17.9% -> +16.6%), the others less than 1 point.
 Tenth refit (2026-11-27, thirteenth session: a PyTorch-native stack's attention on Hopper / Blackwell keeps the fitted
-pytorch_attn_ratio 0.59 of Megatron's cuDNN attention speed, and attention runs at attn_ratio of the wide-layer GEMM
-efficiency whatever the hidden size; attn_ratio 0.48 -> 0.44, eta_max 0.705 -> 0.722, h_half 1243 -> 1259): timed at
-the default framework (Megatron) these rows moved toward their measurements: long context +30.7% -> -4.2% (worst
--5.3%; all long-context rows +16.6% -> -4.1%), LoRA +11.2% -> +5.3%, the bf16 control +1.9% -> -8.8% (worst -13.7%),
-eager FP8 -59.5% -> -65.2%. These runs are PyTorch (flash SDPA = FlashAttention-2 on H100 in torch 2.11): timed as
-`--framework pytorch` the long-context rows would be +8% at 4k to +46% at 64k. Our own runs and the published PyTorch
-rows (LLM Foundry 2023, torchtitan on 500 W H100s) disagree on how much slower that stack's attention is; both are
-reported, neither is tuned to the other.
+pytorch_attn_ratio 0.59 of Megatron's cuDNN attention speed; attention runs at attn_ratio of the wide-layer GEMM
+efficiency whatever the hidden size, and heads narrower than 128 run slower, attn_dhalf 29 (these rows' 64-wide heads at
+0.85x); attn_ratio 0.48 -> 0.44, eta_max 0.705 -> 0.721, h_half 1243 -> 1254): timed at the default framework
+(Megatron) these rows moved toward their measurements: long context +30.7% -> +7.9% (worst +8.0%; all long-context rows
++16.6% -> +2.0%), LoRA +11.2% -> +7.1%, the bf16 control +1.9% -> -7.6% (worst -11.6%), eager FP8 -59.5% -> -64.2%.
+These runs are PyTorch (flash SDPA = FlashAttention-2 on H100 in torch 2.11): timed as `--framework pytorch` the
+long-context rows would be +12% at 4k to +67% at 64k. Our own runs and the published PyTorch rows (LLM Foundry 2023,
+torchtitan's context-parallel runs on 500 W H100s) disagree on how much slower that stack's attention is: the published
+rows carry more than the kernel (2023-24 stacks, ring attention in PyTorch); both are reported, neither is tuned to the
+other.
 The pins are two-sided (PIN_TOL percentage points around today's value): an estimator change
 that closes a gap fails here as visibly as one that widens it; update the pins with the numbers.
 """
@@ -98,15 +100,15 @@ REGIMES = {"lora", "long_context", "fp8", "fp8_gemm"}
 PIN_TOL = 4.0  # percentage points, either way
 # (summary group, today's median signed error %, today's worst signed error %)
 PINS = [
-    ("lora", 5.3, 8.0),  # 19.6 / 25.3 before the fourth refit, 11.2 / 15.4 before the tenth (see docstring)
-    ("long_context", -4.2, -5.3),  # 37.7 / 40.1 before the eighth refit, 30.7 / 32.8 before the tenth (docstring)
-    ("long_context_all", -4.1, -5.7),
-    ("fp8", -65.2, -69.9),
-    ("fp8_speedup_eager", -62.4, -65.5),
-    ("fp8_speedup_compile", -29.8, -35.9),
-    ("fp8_bf16_ref", -8.8, -13.7),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 -> 10.8 -> 2.7 -> 3.6 -> -13.7, third to tenth
-    ("fp8_gemm", -17.1, -29.4),
-    ("fp8_gemm_cast", -71.6, -90.8),
+    ("lora", 7.1, 9.7),  # 19.6 / 25.3 before the fourth refit, 11.2 / 15.4 before the tenth (see docstring)
+    ("long_context", 7.9, 8.0),  # 37.7 / 40.1 before the eighth refit, 30.7 / 32.8 before the tenth (docstring)
+    ("long_context_all", 2.0, 8.0),
+    ("fp8", -64.2, -68.8),
+    ("fp8_speedup_eager", -62.0, -65.1),
+    ("fp8_speedup_compile", -29.2, -35.1),
+    ("fp8_bf16_ref", -7.6, -11.6),  # worst 19.4 -> 14.9 -> 11.7 -> 10.9 -> 10.8 -> 2.7 -> 3.6 -> -11.6, third to tenth
+    ("fp8_gemm", -17.4, -29.7),
+    ("fp8_gemm_cast", -71.7, -90.9),
 ]
 TRAIN_INPUTS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn", "vocab", "seq_len", "micro_batch", "params",
                 "trainable_params", "steps_timed")

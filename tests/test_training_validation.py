@@ -441,6 +441,28 @@ def test_a_pytorch_native_stack_keeps_less_of_the_fp8_speedup():
     assert len(preps) >= 20 and err(eff) < err(at_one)
 
 
+def test_narrow_attention_heads_run_slower_than_wide_ones():
+    """Attention kernels do less math per K / V tile loaded with narrow heads: the fitted attn_dhalf slows 64-wide
+    heads (GPT-2, Pythia, Llama-3.2-1B, MPT-350m) against the 128-wide heads attn_ratio is counted at, leaves 128-wide
+    heads where they were, and the long-context rows with 64-wide heads sit nearer their measurements with it."""
+    from gpuplan.perf.training_validation import steady_state
+
+    eff = default_efficiency()
+    assert 5.0 <= eff.attn_dhalf <= 128.0  # 64-wide heads at 0.65-0.95x of 128-wide ones
+    wider = eff.with_params(attn_dhalf=eff.attn_dhalf * 2.0)
+    narrow = prepare_row(_row("MPT-350m seq 32768 x8 H100 FP8 (LLM Foundry)"))  # d_model 1024, 16 heads: 64 wide
+    wide = prepare_row(_row("LLAMA2-7B seq 128K CP4 H100-SXM FP8 (NeMo long sequence)"))  # 128 wide
+    assert narrow.shape.qk_head_dim == 64 and wide.shape.qk_head_dim == 128
+    assert steady_state(narrow, wider)[0] > steady_state(narrow, eff)[0] * 1.03
+    assert steady_state(wide, wider)[0] == pytest.approx(steady_state(wide, eff)[0])
+    rows = [r for r in load_rows() if r["use"] == "1" and r["regime"] in ("long_context", "small")
+            and r["row_type"] == "THROUGHPUT"]
+    preps = [p for p in (prepare_row(r) for r in rows) if p is not None and p.fits and p.shape.qk_head_dim < 128]
+    at_zero = eff.with_params(attn_dhalf=0.0)
+    err = lambda e: np.median([abs(np.log(steady_state(p, e)[0] / p.measured)) for p in preps])  # noqa: E731
+    assert len(preps) >= 5 and err(eff) < err(at_zero)
+
+
 def test_a_pytorch_native_stack_runs_flashattention2_on_hopper_and_blackwell():
     """PyTorch SDPA's flash backend is FlashAttention-2, written for Ampere's tensor-core instructions; Megatron runs
     Transformer Engine's cuDNN attention, which uses Hopper's. A PyTorch-native row on H100 pays the fitted

@@ -42,7 +42,7 @@ FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_f
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
 REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
                        "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio",
-                       "pytorch_attn_ratio")
+                       "pytorch_attn_ratio", "attn_dhalf")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,10 @@ class TrainingEfficiency:
     # Ampere's tensor-core instructions, which reaches about half of what FlashAttention-3 / cuDNN reach on H100
     # (Shah et al. 2024, FlashAttention-3, Fig. 5-6). Ampere and older run FlashAttention-2 in every stack.
     pytorch_attn_ratio: float = 1.0
+    # Head width at which the attention kernels would run at half their ceiling: narrow heads (64, GPT-2 / Pythia /
+    # Llama-3.2-1B) do less math per K / V tile loaded than 128-wide ones (FlashAttention-2 / -3 papers: head dim 64
+    # runs 0.7-0.85x the TFLOP/s of 128). Applied relative to 128, so attn_ratio is the 128-wide heads' share.
+    attn_dhalf: float = 0.0
     source: str = "defaults"
 
     def eta(self, peak_tflops, mem_bw_tbps, hidden: float, precision: str) -> np.ndarray:

@@ -8,8 +8,9 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   into dense GEMMs (slowed 1 + m_half/M for M token rows per micro-batch), routed-expert GEMMs
   (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows; times
   the load imbalance of the busiest rank) and the attention core (always the causal work the
-  kernels do, at `attn_ratio` of the wide-layer GEMM efficiency whatever the hidden size, at the bf16 peak even in
-  FP8 runs, and on Hopper / Blackwell at `pytorch_attn_ratio` of that in a PyTorch-native stack);
+  kernels do, at `attn_ratio` of the wide-layer GEMM efficiency whatever the hidden size, slower for heads narrower
+  than 128 (`attn_dhalf`), at the bf16 peak even in FP8 runs, and on Hopper / Blackwell at `pytorch_attn_ratio` of
+  that in a PyTorch-native stack);
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
   micro-batch, memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
   MoE permutation and router), and a distillation teacher's forward pass;
@@ -219,6 +220,10 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # The attention kernels tile heads x sequence, not the hidden size: the small-layer term of eta (memory-bound
         # norms and activations, narrow GEMM tiles) does not slow them, so it is taken back out of their rate.
         attn_slow = attn_slow / (1.0 + eff.h_half / h)
+        # Narrow heads do less math per tile of K / V loaded: the kernels run 1 / (1 + attn_dhalf / head_dim) of their
+        # ceiling, counted relative to 128-wide heads (the width most rows use), so attn_ratio keeps its meaning there.
+        dh = float(max(shape.qk_head_dim, 1))
+        attn_slow = attn_slow * (1.0 + eff.attn_dhalf / dh) / (1.0 + eff.attn_dhalf / 128.0)
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)
