@@ -114,10 +114,19 @@ class TrainingEfficiency:
         """Share of the low-precision GEMM efficiency a framework keeps (1 for 16-bit math and for Megatron)."""
         return self.pytorch_fp8_ratio if framework == "pytorch" and precision in ("fp8", "fp4") else 1.0
 
-    def attention_framework_ratio(self, framework: str) -> float:
-        """Share of Megatron's attention speed a framework keeps where the fastest kernels need Hopper's or
-        Blackwell's own instructions (1 for Megatron; the caller applies it on those architectures only)."""
-        return self.pytorch_attn_ratio if framework == "pytorch" else 1.0
+    def attention_framework_ratio(self, framework: str, fa2_gap=1.0) -> np.ndarray:
+        """Share of Megatron's attention speed a framework keeps: `pytorch_attn_ratio` for a PyTorch-native stack
+        where the fastest kernels need Hopper's or Blackwell's own instructions (`fa2_gap` 1, training_time's GPU
+        feature), 1 for Megatron and elsewhere."""
+        ratio = self.pytorch_attn_ratio if framework == "pytorch" else 1.0
+        return 1.0 + np.asarray(fa2_gap, dtype=np.float64) * (ratio - 1.0)
+
+    def attention_share(self, hidden: float, head_dim: float) -> float:
+        """Attention kernels' efficiency over eta at this width: `attn_ratio` of the wide-layer efficiency (eta's
+        small-layer term taken back out: the kernels tile heads x sequence, whatever the hidden size), slowed for heads
+        narrower than 128 by 1 / (1 + attn_dhalf / head_dim), counted relative to 128-wide heads."""
+        width = (1.0 + self.attn_dhalf / 128.0) / (1.0 + self.attn_dhalf / max(float(head_dim), 1.0))
+        return self.attn_ratio * (1.0 + self.h_half / float(hidden)) * width
 
     def memory_bound_share(self, hidden: float) -> float:
         """The share of a step the curve spends below its ceiling, h_half / (h + h_half): the

@@ -455,7 +455,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
 
     one = _select(feats, 0)
     fa2_gap = float(one.fa2_gap) > 0.0 and efficiency is None
-    attn_stack = eff.attention_framework_ratio(workload.framework) if fa2_gap else 1.0  # as step_time_s applies it
+    attn_stack = float(eff.attention_framework_ratio(workload.framework, float(fa2_gap)))
 
     def time_of(idx):
         idx = np.atleast_1d(idx)
@@ -561,7 +561,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     elif fa2_gap and workload.seq_len >= LONG_SEQ_NOTE_TOKENS and efficiency is None:
         notes.append(f"attention timed for cuDNN fused attention (Megatron / Transformer Engine); a PyTorch stack "
                      f"running FlashAttention-2 on {g.id} keeps about "
-                     f"{eff.attention_framework_ratio('pytorch'):.0%} of its speed, which a "
+                     f"{float(eff.attention_framework_ratio('pytorch')):.0%} of its speed, which a "
                      f"{workload.seq_len:,}-token sequence feels: --framework pytorch")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers

@@ -213,17 +213,11 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # low-precision GEMM ratio.
         lowp = (eff.lowp_ratio.get(wl.precision, 1.0) if wl.precision in ("fp8", "fp4") else 1.0) * fw
         attn_arch = 1.0 + feats.blackwell * (eff.attn_blackwell - 1.0)  # attention kernels' speed vs Hopper's
-        # A PyTorch-native stack on Hopper / Blackwell runs FlashAttention-2 where Megatron runs cuDNN's kernels.
-        attn_stack = 1.0 + feats.fa2_gap * (eff.attention_framework_ratio(wl.framework) - 1.0)
+        # Their share of eta: whatever the hidden size, slower for narrow heads; and a PyTorch-native stack on Hopper /
+        # Blackwell runs FlashAttention-2 where Megatron runs cuDNN's kernels.
+        attn_stack = eff.attention_framework_ratio(wl.framework, feats.fa2_gap)
         attn_slow = (np.where(feats.bf16_ratio < 1.0, lowp / feats.bf16_ratio, 1.0)
-                     / (eff.attn_ratio * attn_arch * attn_stack))
-        # The attention kernels tile heads x sequence, not the hidden size: the small-layer term of eta (memory-bound
-        # norms and activations, narrow GEMM tiles) does not slow them, so it is taken back out of their rate.
-        attn_slow = attn_slow / (1.0 + eff.h_half / h)
-        # Narrow heads do less math per tile of K / V loaded: the kernels run 1 / (1 + attn_dhalf / head_dim) of their
-        # ceiling, counted relative to 128-wide heads (the width most rows use), so attn_ratio keeps its meaning there.
-        dh = float(max(shape.qk_head_dim, 1))
-        attn_slow = attn_slow * (1.0 + eff.attn_dhalf / dh) / (1.0 + eff.attn_dhalf / 128.0)
+                     / (eff.attention_share(h, shape.qk_head_dim) * attn_arch * attn_stack))
         work = pt[..., 0] * dense_f + pt[..., 1] * expert_f + pt[..., 2] * attn_slow
     rate = feats.peak_flops * eta
     tokens_mb = s * b  # tokens in one micro-batch (whole sequence; CP splits it below)
