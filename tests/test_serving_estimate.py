@@ -428,7 +428,8 @@ def test_native_4bit_moe_checkpoint_keeps_non_expert_weights_16bit(models):
     assert s.experts_only_lowp and not mem.model_shape(models["qwen3-30b-a3b"]).experts_only_lowp
     e = estimate_serving(oss, "B200", precision="fp4", input_len=1000, output_len=1000)
     experts = s.routed_expert_params
-    expect = ((s.total_params - s.embedding_params - experts) * 2.0 + experts * (0.5 + 1 / 16)
+    # MXFP4: one e8m0 scale per 32 weights (NVFP4 would carry one fp8 scale per 16)
+    expect = ((s.total_params - s.embedding_params - experts) * 2.0 + experts * (0.5 + 1 / 32)
               + s.embedding_params * 2.0) / 1e9
     assert e.memory_breakdown_gb["weights"] == pytest.approx(expect, rel=1e-6)
     assert "16-bit" in e.assumptions["moe_experts"]

@@ -54,11 +54,29 @@ def test_dequantized_mxfp4_is_timed_as_weight_only_int4():
     assert fp4.memory_breakdown_gb["weights"] == pytest.approx(int4.memory_breakdown_gb["weights"], rel=1e-9)
 
 
-def test_blackwell_keeps_fp4_tensor_cores():
+def test_blackwell_runs_native_mxfp4_at_the_8bit_rate():
+    """gpt-oss's MXFP4 experts meet MXFP8 activations on Blackwell (W4A8): 4-bit weight bytes, 8-bit math. A
+    checkpoint quantized to NVFP4 (weights and activations) keeps the 4-bit tensor cores."""
     est = _est(model="gpt-oss-120b", gpu="B200")
-    assert est.precision == "fp4" and est.assumptions["gemm_math"] == "fp4"
-    assert est.assumptions["weight_dequantized"] is None
-    assert est.assumptions["bytes_per_param"] == pytest.approx(weight_format("fp4").bytes_per_param)
+    a = est.assumptions
+    assert est.precision == "fp4" and a["gemm_math"] == "fp8" and "MXFP8" in a["weight_format"]
+    assert a["weight_dequantized"] is None
+    assert a["bytes_per_param"] == pytest.approx(MXFP4_BYTES_PER_PARAM)
+    nvfp4 = _est(model="llama-3.1-8b", gpu="B200", precision="fp4")
+    assert nvfp4.assumptions["gemm_math"] == "fp4"
+    assert nvfp4.assumptions["bytes_per_param"] == pytest.approx(weight_format("fp4").bytes_per_param)
+
+
+def test_native_mxfp4_prefill_is_slower_than_4bit_math_would_be(monkeypatch):
+    """Prefill-heavy work is compute-bound: timed at the 8-bit rate it takes longer than at the (wrong) 4-bit one."""
+    import gpuplan.perf.inference_estimate as ie
+
+    work = dict(model="gpt-oss-120b", gpu="B200", input_len=8192, output_len=64, concurrency=64)
+    w4a8 = _est(**work)
+    monkeypatch.setattr(ie, "serving_weight_format", lambda wf, gpu, native: wf)  # 4-bit activations (not served)
+    w4a4 = _est(**work)
+    assert w4a4.assumptions["gemm_math"] == "fp4"
+    assert w4a8.ttft_ms > 1.2 * w4a4.ttft_ms
 
 
 @pytest.mark.parametrize("model,gpu", [("llama-3.1-8b", "H100"),  # not a native FP4 checkpoint

@@ -94,8 +94,9 @@ def _print_serve(est) -> None:
     weights = f"{est.precision}{' (native)' if native else ''}"
     if est.assumptions.get("weight_dequantized"):
         weights += " weight-only, bf16 math"
+    acts = " x MXFP8 activations" if est.assumptions.get("weight_w4a8") else ""
     title = (f"{est.model} on {est.n_gpus}x {est.gpu} ({est.replicas} x {layout}), {est.engine}, "
-             f"{weights} weights / {est.kv_precision} KV, {est.input_len:,} in / {est.output_len:,} out")
+             f"{weights} weights{acts} / {est.kv_precision} KV, {est.input_len:,} in / {est.output_len:,} out")
     b = est.memory_breakdown_gb
     rows = [
         ("fits", est.fits),
@@ -121,8 +122,9 @@ def _print_serve(est) -> None:
                 [("k", ""), ("v", "")], title=title, caption=caption)
     if native and est.precision not in ("bf16", "fp16"):  # a quantized default is said; 16-bit goes without saying
         typer.echo(f"note: weights {est.precision}: {a['precision_basis']}", err=True)
-    if a.get("weight_dequantized"):
-        typer.echo(f"note: {a['weight_dequantized']}", err=True)
+    for key in ("weight_dequantized", "weight_w4a8"):
+        if a.get(key):
+            typer.echo(f"note: {a[key]}", err=True)
     for w in est.warnings:
         typer.echo(f"warning: {w}", err=True)
 

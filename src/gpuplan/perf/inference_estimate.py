@@ -384,7 +384,8 @@ def estimate_serving(
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
     eng = resolve_engine(engine)
-    # A native MXFP4 checkpoint on a GPU without FP4 tensor cores runs weight-only, dequantized to bf16.
+    # A native MXFP4 checkpoint runs against MXFP8 activations where the GPU has FP4 tensor cores (8-bit math), and
+    # weight-only, dequantized to bf16, where it has none.
     wf = serving_weight_format(weight_format(precision), g, getattr(m, "native_precision", None))
     dequantized = wf.key == "fp4" and wf.compute == "bf16"
     # Weight-only 4-bit keeps the engine's weight-only KV default (TensorRT-LLM: bf16 KV for gpt-oss on Hopper).
@@ -468,6 +469,7 @@ def estimate_serving(
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,
         "bytes_per_param": wf.bytes_per_param, "gemm_math": wf.compute, "kv_precision": kv,
         "weight_dequantized": wf.note if dequantized else None,
+        "weight_w4a8": wf.note if wf.key == "fp4" and wf.compute == "fp8" else None,
         "memory_fraction": frac, "memory_fraction_of": eng.memory_fraction_of,
         "kv_reserve": eng.kv_reserve, "kv_block_tokens": eng.block_tokens, "max_num_seqs": seqs_cap,
         "max_num_batched_tokens": eng.max_num_batched_tokens, "tp": tp, "replicas": replicas,

@@ -71,12 +71,25 @@ def dequantized_fp4(gpu) -> WeightFormat:
                         f"MXFP4 weights dequantized to bf16 on {gpu.id}: no FP4 tensor cores")
 
 
+def native_fp4_w4a8(gpu) -> WeightFormat:
+    """A native MXFP4 checkpoint on a GPU with FP4 tensor cores: its 4-bit expert weights meet activations quantized
+    to MXFP8, not to FP4, so the expert GEMMs run at the 8-bit rate (TensorRT-LLM's gpt-oss MoE support matrix:
+    Blackwell "MXFP8 activations, MXFP4 weights"; Hopper BF16 activations. No engine quantizes gpt-oss activations to
+    4 bits, https://nvidia.github.io/TensorRT-LLM/deployment-guide/deployment-guide-for-gpt-oss-on-trtllm.html,
+    read 2026-11-27)."""
+    return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "fp8", "fp4",
+                        f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math")
+
+
 def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -> WeightFormat:
-    """The format `gpu` runs for `wf`: a native FP4 checkpoint falls back to weight-only 4-bit (bf16 math) where
-    the GPU has no FP4 tensor cores but its engines dequantize FP4 (FP4_WEIGHT_ONLY_ARCHS); anything else as is."""
-    if (wf.key == "fp4" and wf.needs and not gpu.supports(wf.needs) and native_is(native_precision, "fp4")
-            and fp4_weight_only_ok(gpu)):
-        return dequantized_fp4(gpu)
+    """The format `gpu` runs for `wf`: a native FP4 checkpoint computes at the 8-bit rate (its activations are MXFP8)
+    on GPUs with FP4 tensor cores, and falls back to weight-only 4-bit (bf16 math) where the GPU has none but its
+    engines dequantize FP4 (FP4_WEIGHT_ONLY_ARCHS); anything else as is."""
+    if wf.key == "fp4" and wf.needs and native_is(native_precision, "fp4"):
+        if gpu.supports(wf.needs):
+            return native_fp4_w4a8(gpu)
+        if fp4_weight_only_ok(gpu):
+            return dequantized_fp4(gpu)
     return wf
 
 

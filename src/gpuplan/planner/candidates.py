@@ -50,7 +50,7 @@ def weight_lines(plans) -> list[str]:
     if not gpus:
         return []
     return [f"MXFP4 weights dequantized to bf16 on {', '.join(gpus)}: no FP4 tensor cores (weight-only 4-bit, "
-            f"bf16 math); Blackwell runs them on FP4 tensor cores"]
+            f"bf16 math); Blackwell runs them against MXFP8 activations (W4A8, 8-bit math)"]
 
 _gc_lock = threading.Lock()
 _gc_depth = 0
