@@ -67,6 +67,27 @@ def test_blackwell_runs_native_mxfp4_at_the_8bit_rate():
     assert nvfp4.assumptions["bytes_per_param"] == pytest.approx(weight_format("fp4").bytes_per_param)
 
 
+def test_fp4_on_amd_is_mxfp4():
+    """CDNA4 runs OCP MXFP4 (an e8m0 scale per 32 weights), not NVFP4 (an fp8 scale per 16): 405B in MXFP4 leaves one
+    MI355X room for about the 64 requests vLLM ran at once there (PR 25135: TPOT and Little's law agree; 63 here, the
+    runtime reserve is a little conservative), NVFP4 bytes for 47."""
+    amd = _est(model="llama-3.1-405b", gpu="MI355X", precision="fp4", input_len=1022, output_len=1024)
+    assert amd.assumptions["gemm_math"] == "fp4" and "MXFP4" in amd.assumptions["weight_format"]
+    assert amd.assumptions["bytes_per_param"] == pytest.approx(MXFP4_BYTES_PER_PARAM)
+    assert amd.max_concurrency >= 60
+    nv = _est(model="llama-3.1-405b", gpu="B200", precision="fp4", input_len=1022, output_len=1024)
+    assert nv.assumptions["bytes_per_param"] == pytest.approx(weight_format("fp4").bytes_per_param)
+
+
+def test_nvfp4_bytes_would_not_hold_the_measured_batch_on_mi355x(monkeypatch):
+    import gpuplan.perf.inference_estimate as ie
+
+    work = dict(model="llama-3.1-405b", gpu="MI355X", precision="fp4", input_len=1022, output_len=1024)
+    mx = _est(**work)
+    monkeypatch.setattr(ie, "serving_weight_format", lambda wf, gpu, native: wf)  # NVFP4's bytes
+    assert _est(**work).max_concurrency < 0.8 * mx.max_concurrency
+
+
 def test_native_mxfp4_prefill_is_slower_than_4bit_math_would_be(monkeypatch):
     """Prefill-heavy work is compute-bound: timed at the 8-bit rate it takes longer than at the (wrong) 4-bit one."""
     import gpuplan.perf.inference_estimate as ie

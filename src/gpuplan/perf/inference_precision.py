@@ -81,6 +81,12 @@ def native_fp4_w4a8(gpu) -> WeightFormat:
                         f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math")
 
 
+def amd_mxfp4(gpu) -> WeightFormat:
+    """FP4 on AMD is MXFP4 (OCP MX: one e8m0 scale per 32 weights), the format CDNA4's 4-bit matrix cores run and AMD
+    Quark exports; NVFP4's fp8 scale per 16 weights is NVIDIA's."""
+    return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "fp4", "fp4", f"MXFP4 weights and 4-bit GEMMs on {gpu.id}")
+
+
 def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -> WeightFormat:
     """The format `gpu` runs for `wf`: a native FP4 checkpoint computes at the 8-bit rate (its activations are MXFP8)
     on GPUs with FP4 tensor cores, and falls back to weight-only 4-bit (bf16 math) where the GPU has none but its
@@ -90,6 +96,8 @@ def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -
             return native_fp4_w4a8(gpu)
         if fp4_weight_only_ok(gpu):
             return dequantized_fp4(gpu)
+    if wf.key == "fp4" and getattr(gpu, "vendor", "") == "AMD":
+        return amd_mxfp4(gpu)
     return wf
 
 
