@@ -6,7 +6,9 @@ weight-only int4 (AWQ/GPTQ) dequantizes to bf16 and computes there. A GPU withou
 needed tensor cores cannot serve that checkpoint at speed, so it is refused, not guessed, with one
 exception engines really take: a model published in 4-bit floating point (gpt-oss ships MXFP4) is
 served on GPUs without FP4 tensor cores as weight-only 4-bit, its weights dequantized to bf16 inside
-the GEMM (vLLM's Marlin / Triton MoE kernels), like AWQ/GPTQ.
+the GEMM (vLLM's Marlin / Triton MoE kernels), like AWQ/GPTQ. Where FP4 tensor cores exist, such a model's
+activations are 8-bit (MXFP8), so its GEMMs run at the 8-bit rate; FP4 on AMD is MXFP4 (an e8m0 scale per 32
+weights), NVFP4 (an fp8 scale per 16) on NVIDIA.
 """
 from __future__ import annotations
 
@@ -76,7 +78,8 @@ def native_fp4_w4a8(gpu) -> WeightFormat:
     to MXFP8, not to FP4, so the expert GEMMs run at the 8-bit rate (TensorRT-LLM's gpt-oss MoE support matrix:
     Blackwell "MXFP8 activations, MXFP4 weights"; Hopper BF16 activations. No engine quantizes gpt-oss activations to
     4 bits, https://nvidia.github.io/TensorRT-LLM/deployment-guide/deployment-guide-for-gpt-oss-on-trtllm.html,
-    read 2026-11-27)."""
+    read 2026-11-27). On other FP4 GPUs (MI355X) the engines' activation format is not documented: the 8-bit rate is
+    the cautious one."""
     return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "fp8", "fp4",
                         f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math")
 
@@ -90,7 +93,7 @@ def amd_mxfp4(gpu) -> WeightFormat:
 def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -> WeightFormat:
     """The format `gpu` runs for `wf`: a native FP4 checkpoint computes at the 8-bit rate (its activations are MXFP8)
     on GPUs with FP4 tensor cores, and falls back to weight-only 4-bit (bf16 math) where the GPU has none but its
-    engines dequantize FP4 (FP4_WEIGHT_ONLY_ARCHS); anything else as is."""
+    engines dequantize FP4 (FP4_WEIGHT_ONLY_ARCHS); FP4 on AMD takes MXFP4's bytes; anything else as is."""
     if wf.key == "fp4" and wf.needs and native_is(native_precision, "fp4"):
         if gpu.supports(wf.needs):
             return native_fp4_w4a8(gpu)
