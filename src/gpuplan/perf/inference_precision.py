@@ -80,8 +80,10 @@ def native_fp4_w4a8(gpu) -> WeightFormat:
     4 bits, https://nvidia.github.io/TensorRT-LLM/deployment-guide/deployment-guide-for-gpt-oss-on-trtllm.html,
     read 2026-11-27). On other FP4 GPUs (MI355X) the engines' activation format is not documented: the 8-bit rate is
     the cautious one."""
+    known = getattr(gpu, "vendor", "") == "NVIDIA"
     return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "fp8", "fp4",
-                        f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math")
+                        f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math"
+                        + ("" if known else " (activation format not documented there: assumed)"))
 
 
 def amd_mxfp4(gpu) -> WeightFormat:
