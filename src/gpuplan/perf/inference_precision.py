@@ -80,7 +80,7 @@ def native_fp4_w4a8(gpu) -> WeightFormat:
     4 bits, https://nvidia.github.io/TensorRT-LLM/deployment-guide/deployment-guide-for-gpt-oss-on-trtllm.html,
     read 2026-11-27). On other FP4 GPUs (MI355X) the engines' activation format is not documented: the 8-bit rate is
     the cautious one."""
-    known = getattr(gpu, "vendor", "") == "NVIDIA"
+    known = gpu.vendor == "NVIDIA"
     return WeightFormat("fp4", MXFP4_BYTES_PER_PARAM, "fp8", "fp4",
                         f"MXFP4 weights x MXFP8 activations (W4A8) on {gpu.id}: 8-bit math"
                         + ("" if known else " (activation format not documented there: assumed)"))
@@ -101,7 +101,7 @@ def serving_weight_format(wf: WeightFormat, gpu, native_precision: str | None) -
             return native_fp4_w4a8(gpu)
         if fp4_weight_only_ok(gpu):
             return dequantized_fp4(gpu)
-    if wf.key == "fp4" and getattr(gpu, "vendor", "") == "AMD":
+    if wf.key == "fp4" and gpu.vendor == "AMD":
         return amd_mxfp4(gpu)
     return wf
 

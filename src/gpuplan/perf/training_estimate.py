@@ -558,7 +558,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"{workload.framework} stack on {g.id}: attention runs PyTorch SDPA's FlashAttention-2, "
                      f"{attn_stack:.0%} of the speed of the cuDNN / FlashAttention-3 kernels Megatron runs (fitted on "
                      f"torchtitan and LLM Foundry rows); long sequences feel it most")
-    elif fa2_gap and workload.seq_len >= LONG_SEQ_NOTE_TOKENS and efficiency is None:
+    elif fa2_gap and workload.seq_len >= LONG_SEQ_NOTE_TOKENS:  # fa2_gap is already off under a given efficiency
         notes.append(f"attention timed for cuDNN fused attention (Megatron / Transformer Engine); a PyTorch stack "
                      f"running FlashAttention-2 on {g.id} keeps about "
                      f"{float(eff.attention_framework_ratio('pytorch')):.0%} of its speed, which a "
