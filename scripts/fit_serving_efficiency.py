@@ -2,13 +2,14 @@
 """Fit the serving model's shared efficiency parameters to the published runs.
 
 Reads src/gpuplan/perf/data/inference-runs.csv (scripts/build_serving_validation.py) and fits
-twelve shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
-eta_c, the NVLink all-reduce latency, a per-step overhead, a per-layer kernel floor, the
-decode weight-stream latency factor, the grouped-GEMM half-efficiency tokens per expert and
-its large-batch share of eta_c, a router/permutation time per token-expert pair, the
-expert-parallel routing skew, and the speeds of vLLM and of the static-batch engine
-(Optimum-Habana) relative to TensorRT-LLM. A served request's front-end time (TTFT outside the
-engine iterations) is held at its public measurement (inference_validation.MEASURED).
+eleven shared numbers (robust soft-L1 loss on log errors, regimes weighted alike): eta_bw,
+eta_c, a per-step overhead, a per-layer kernel floor, the decode weight-stream latency factor,
+the grouped-GEMM half-efficiency tokens per expert and its large-batch share of eta_c, a
+router/permutation time per token-expert pair, the expert-parallel routing skew, and the speeds
+of vLLM and of the static-batch engine (Optimum-Habana) relative to TensorRT-LLM. The NVLink
+all-reduce latency (the engines' one-shot kernels' microbenchmark) and a served request's
+front-end time (TTFT outside the engine iterations) are held at their public measurements
+(inference_validation.MEASURED, engines._UNFITTED).
 Nelder-Mead restarts from its best point (--restarts) until a pass gains < 0.1 %.
 Nothing is fitted per model or per row. Writes
 src/gpuplan/perf/data/inference-efficiency.json with the parameters and the in-sample errors;
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         "_doc": ("Shared serving-efficiency parameters fitted by scripts/fit_serving_efficiency.py to "
                  "inference-runs.csv. eta_bw/eta_c: achieved fraction of HBM bandwidth / dense tensor peak; "
                  "allreduce_latency_us: latency of one NVLink all-reduce (one-shot; two-shot pays it twice; a PCIe "
-                 "ring pays it per hop); step_overhead_ms: scheduler time per engine iteration; latency_factor: the "
+                 "ring pays it per hop; measured, not fitted: the engines' one-shot kernels on 8 H100, sgl-project/sglang PR #2904); step_overhead_ms: scheduler time per engine iteration; latency_factor: the "
                  "decode weight stream's share of eta_bw (CUDA-graph decode, no engine factor); moe_half_tokens: "
                  "tokens per touched expert at which grouped expert GEMMs reach half of their large-batch efficiency; "
                  "moe_gemm_ratio: the share of eta_c grouped expert GEMMs reach with many tokens per expert; moe_pair_overhead_ns: "

@@ -4,8 +4,9 @@ Two files, two kinds of knowledge. `inference-engines.json` holds what each engi
 default (memory fraction, KV reservation, batch caps): facts from its documentation.
 `inference-efficiency.json` holds the few numbers fitted to published measurements by
 `scripts/fit_serving_efficiency.py`: achieved bandwidth and compute fractions shared by
-all rows, a tensor-parallel collective latency, a per-step overhead and one speed factor
-per engine. Nothing is fitted per model or per row.
+all rows, a per-step overhead and one speed factor per engine, beside two numbers held at
+public measurements (the tensor-parallel all-reduce latency, a served request's front end).
+Nothing is fitted per model or per row.
 """
 from __future__ import annotations
 
@@ -20,7 +21,11 @@ from gpuplan.errors import UnknownNameError, UsageError
 _UNFITTED = {
     "eta_bw": 0.8,
     "eta_c": 0.6,
-    "allreduce_latency_us": 10.0,
+    # One small-message all-reduce over NVLink as the engines' own one-shot kernels time it on 8 H100s: 5.9 us
+    # (SGLang's TensorRT-LLM-derived kernel) and 9.3-10.1 us (vLLM's custom all-reduce), 512 B to 4 KB, both without
+    # CUDA graphs (sgl-project/sglang PR #2904); the middle, 8 us. Measured, not fitted (inference_validation.MEASURED):
+    # a fit moves it to explain whatever else it misses (refitted on the sources before 2025-09 it chose 19 us).
+    "allreduce_latency_us": 8.0,
     "step_overhead_ms": 1.0,
     "lowp_gemm_ratio": 0.8,
     "latency_factor": 1.0,
