@@ -219,7 +219,7 @@ def test_held_out_tp8_low_batch_decode_stays_near_its_measurement():
     refit = v.fit(train, start=v._unfitted_for(eff, v.unidentified(train)), iters=120, restart=False)
     assert refit.allreduce_latency_us == pytest.approx(eff.allreduce_latency_us, rel=1e-9)  # measured, never refitted
     ape = [abs(e["error"]) for e in v.errors(refit, held)]
-    assert float(np.median(ape)) < 0.45
+    assert float(np.median(ape)) < 0.40
 
 
 def test_decode_kernel_floor_is_paid_per_gemm_class_kernel():
@@ -239,3 +239,16 @@ def test_decode_kernel_floor_is_paid_per_gemm_class_kernel():
     c1 = [e for e in v.errors(fitted_efficiency()) if e["source_id"] == "tt-gpu-ref-dsr1-356" and e["metric"] == "tpot_ms"]
     assert len(c1) >= 6
     assert float(np.median([abs(e["error"]) for e in c1])) < 0.40
+
+
+def test_forward_in_time_holds_the_measured_all_reduce():
+    """Refitted on the sources published before 2025-09 alone, the fit once moved the all-reduce to 19 us (NCCL's
+    figure, not the engines' kernels') and predicted the 190 newer comparisons at a median 24.6 %; held at its
+    measured 8 us, 18.4 %. One refit, as benchmarks/validate_serving.py --forward 2025-09 runs it."""
+    import numpy as np
+
+    eff = fitted_efficiency()
+    fwd = v.forward_in_time(eff, "2025-09", iters=100)
+    assert len(fwd) >= 150
+    ape = [abs(e["error"]) for e in fwd if e["group"] != "assumed_input"]
+    assert float(np.median(ape)) < 0.21
