@@ -374,11 +374,36 @@ def test_all_to_all_sends_a_token_once_per_destination_gpu(models):
     # Top-1 routing (Llama-4 Maverick) sends a token to another GPU with probability (g-1)/g.
     mav = _steps(models, "llama-4-maverick", "H200", 8, "fp8", "fp8", dp=True, ep=8).steps
     assert mav.remote_gpus_per_token() == pytest.approx(7 / 8)
-    # The exchanged bytes follow: 48 MoE layers x dispatch + combine of 2048-wide bf16 tokens.
+    # Across a rack-scale NVLink domain (GB200 NVL72: the engines' all-to-all kernels) the exchanged bytes follow:
+    # 48 MoE layers x dispatch + combine of 2048-wide bf16 tokens.
+    rack = _steps(models, "qwen3-30b-a3b", "GB200", 2, "fp8", "fp8", dp=True, ep=2).steps
+    assert rack.moe_alltoall and not two.moe_alltoall
     tok = np.array([65536.0])
-    lat = 2 * 48 * two.allreduce_latency_s
+    lat = 2 * 48 * rack.allreduce_latency_s
     vol = 2 * 48 * 65536 / 2 * (1 - 0.5 ** 8) * 2048 * 2
-    assert float(two._comm_s(tok)[0]) == pytest.approx(lat + vol / two.link_bytes_s, rel=1e-9)
+    assert float(rack._comm_s(tok)[0]) == pytest.approx(lat + vol / rack.link_bytes_s, rel=1e-9)
+
+
+def test_attention_dp_in_one_node_gathers_every_token(models):
+    import numpy as np
+
+    # In an 8-GPU NVLink node the engines all-gather the tokens (fp8: quantized before the gather) and
+    # reduce-scatter the 16-bit expert outputs: each GPU receives the other 7 GPUs' share of both, whatever k.
+    mav = _steps(models, "llama-4-maverick", "H200", 8, "fp8", "fp8", dp=True, ep=8).steps
+    qwen = _steps(models, "qwen3-30b-a3b", "H200", 8, "fp8", "fp8", dp=True, ep=8).steps
+    tok = np.array([8 * 4096.0])
+    for st in (mav, qwen):
+        s = st.shape
+        vol = s.n_moe_layers * 4096 * 7 * s.hidden * (1.0 + 2.0)
+        lat = s.n_moe_layers * 2 * st.allreduce_latency_s
+        assert not st.moe_alltoall
+        assert float(st._comm_s(tok)[0]) == pytest.approx(lat + vol / st.link_bytes_s, rel=1e-9)
+    # Top-1 routing would send a token to 7/8 of a GPU each way (bf16 both ways: 3.5 hidden-widths of bytes); the
+    # gather moves 7 x (1 + 2) = 21, six times as much. A 16-bit model gathers 2-byte tokens.
+    a2a = 2 * (7 / 8) * 2
+    assert 7 * (1.0 + 2.0) / a2a == pytest.approx(6.0)
+    bf16 = _steps(models, "qwen3-30b-a3b", "H200", 8, "bf16", "bf16", dp=True, ep=8).steps
+    assert bf16.dispatch_bytes == 2.0 and qwen.dispatch_bytes == 1.0
 
 
 def test_expert_skew_matters_less_with_many_experts_per_gpu(models):

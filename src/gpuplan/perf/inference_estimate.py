@@ -27,12 +27,19 @@ from gpuplan.perf.engines import (Efficiency, Engine, all_engines, engine_factor
                                    resolve_engine)
 from gpuplan.perf.inference_precision import (KV_BYTES, WeightFormat, check_gpu_runs, kv_format, serving_weight_format,
                                               weight_format)
-from gpuplan.perf.inference_timing import StepModel
+from gpuplan.perf.inference_timing import ACT_BYTES, StepModel
+from gpuplan.perf.training_time import nvlink_domain
 
 MAX_TOKENS = 10_000_000  # longest prompt or output accepted (10M tokens)
 MAX_CONCURRENCY = 10_000_000
 MAX_GPUS = 100_000
 TP_CHOICES = (1, 2, 4, 8)
+# Attention-DP MoE exchanges tokens with all-to-all kernels only across rack-scale NVLink (MNNVL: TensorRT-LLM's
+# alltoall needs it, DeepEP is opt-in); in an 8-GPU node the engines all-gather the tokens and reduce-scatter the
+# outputs (TensorRT-LLM CutlassFusedMoE, vLLM's default all2all backend). Gathered inputs travel at the expert
+# GEMM's input precision (quantized before the gather), outputs in 16 bits.
+GPUS_PER_NODE = 8
+DISPATCH_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": KV_BYTES["fp4"]}
 
 
 class ServingEstimate(BaseModel):
@@ -240,6 +247,8 @@ class _Replica:
             attn_flops_s=bf16_rate,
             allreduce_latency_s=lat, link_bytes_s=link * ic["link_efficiency"],
             engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
+            moe_alltoall=nvlink_domain(gpu, GPUS_PER_NODE) > GPUS_PER_NODE,
+            dispatch_bytes=DISPATCH_BYTES.get(wf.compute, ACT_BYTES),
         )
 
     def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
@@ -379,7 +388,8 @@ def estimate_serving(
     the fitted efficiency (see `assumptions` in the result). For MoE models `ep` (1 or the
     replica's GPU count) places whole experts on each GPU instead of slicing them, and
     `dp_attention` (attention data parallel, implies ep = tp) replicates attention so each GPU
-    runs its own sequences and the experts exchange tokens by all-to-all.
+    runs its own sequences; the experts exchange tokens by all-to-all across rack-scale NVLink
+    (GB200/GB300 NVL72), by all-gather and reduce-scatter inside an 8-GPU node.
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
@@ -491,8 +501,12 @@ def estimate_serving(
         "output_head": "16-bit, run for sampled tokens only, at bf16 rate",
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
                         "of eta_c for t tokens per expert; EP load of the busiest GPU 1 + c*sqrt(ep/E)*sqrt(2 ln ep) "
-                        "+ sqrt(2 ln ep / m), c = ep_hot_excess (CV of expert popularity); all-to-all sends a token once "
-                        "per other GPU holding one of its experts"
+                        "+ sqrt(2 ln ep / m), c = ep_hot_excess (CV of expert popularity)"
+                        + (("; attention DP over rack-scale NVLink: all-to-all sends a token once per other GPU holding "
+                            "one of its experts") if rep.steps.moe_alltoall else
+                           ("; attention DP inside a node: every GPU's tokens all-gathered (at the expert GEMM's input "
+                            "precision) and the 16-bit outputs reduce-scattered (the engines' default without "
+                            "rack-scale NVLink or DeepEP)")) * rep.dp_attention
                         + ("; non-expert weights 16-bit (native 4-bit checkpoint quantizes experts only)"
                            if mem.dense_kept_16bit(shape, wf.bytes_per_param) else "")) if shape.n_experts else None,
     }

@@ -22,7 +22,10 @@ through the model. Per GPU it costs:
   cheaper of a one-shot (latency + (g−1)·S/B) and a two-shot (2·latency + 2(g−1)/g·S/B)
   algorithm on NVLink, a ring on PCIe; with attention data parallel, the experts' dispatch and
   combine all-to-alls instead, each token sent once to each other GPU holding one of its k experts
-  ((g−1)(1−(1−1/g)^k) GPUs on average), not once per expert;
+  ((g−1)(1−(1−1/g)^k) GPUs on average), not once per expert, where the fabric has the engines' all-to-all
+  kernels (rack-scale NVLink, MNNVL); on an 8-GPU NVLink node the engines' default instead all-gathers every
+  GPU's tokens (at the expert GEMM's input precision) and reduce-scatters the 16-bit expert outputs, so each
+  token reaches all g−1 other GPUs whatever its k;
 * a fixed per-step scheduling overhead, and a per-layer kernel floor: CUDA graphs remove launch
   latency from decode but not each kernel's minimum duration, so a layer pays it in proportion to
   its kernel count (MLA and routed experts run more kernels than a dense GQA layer).
@@ -66,6 +69,8 @@ class StepModel:
     nvlink: bool = True
     dense_flops_s: float = 0.0  # achieved GEMM FLOP/s of the non-expert weights (0: gemm_flops_s)
     head_flops_s: float = 0.0  # achieved GEMM FLOP/s of the 16-bit output head (0: gemm_flops_s)
+    moe_alltoall: bool = False  # attention-DP MoE exchange: all-to-all (True) or all-gather + reduce-scatter
+    dispatch_bytes: float = ACT_BYTES  # bytes per hidden element of the gathered expert inputs
 
     def experts_touched(self, tokens: np.ndarray) -> np.ndarray:
         """Expected distinct routed experts per MoE layer for `tokens` tokens: E·(1−(1−k/E)^T)."""
@@ -161,10 +166,15 @@ class StepModel:
             return np.zeros_like(tokens)
         s = self.shape
         if self.dp_attention and s.n_experts:
-            # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only, each
-            # sent once to every other GPU that holds one of its experts.
-            vol = (tokens / g) * self.remote_gpus_per_token() * s.hidden * ACT_BYTES
             lat = self.allreduce_latency_s * (1 if self.nvlink else g - 1)
-            return s.n_moe_layers * 2 * (lat + vol / self.link_bytes_s)
+            if self.moe_alltoall:
+                # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only, each
+                # sent once to every other GPU that holds one of its experts.
+                vol = (tokens / g) * self.remote_gpus_per_token() * s.hidden * ACT_BYTES
+                return s.n_moe_layers * 2 * (lat + vol / self.link_bytes_s)
+            # All-gather every GPU's tokens, then reduce-scatter the experts' 16-bit outputs: each GPU receives
+            # (and sends) the other g−1 GPUs' share of both, whatever the routing.
+            vol = (tokens / g) * (g - 1) * s.hidden * (self.dispatch_bytes + ACT_BYTES)
+            return s.n_moe_layers * (2 * lat + vol / self.link_bytes_s)
         # Megatron TP: all-reduce after attention and after the FFN.
         return 2 * s.n_layers * self.allreduce_s(tokens * s.hidden * ACT_BYTES)
