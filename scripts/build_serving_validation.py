@@ -26,7 +26,7 @@ COLUMNS = [
     "row_id", "source_id", "source_date", "regime", "model", "model_label", "params_b", "active_params_b", "gpu",
     "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "served",
     "input_len", "output_len",
-    "concurrency", "max_num_seqs", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
+    "concurrency", "max_num_seqs", "num_prompts", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
     "measured_tpot_ms", "use", "skip_reason", "notes", "source",
 ]
 

@@ -45,6 +45,8 @@ def test_serve_not_fit_exit_1_with_message(cli):
     (["--input-len", "nan"], "input"),
     (["--output-len", "1e30"], "output_len"),
     (["--concurrency", "0"], "concurrency"),
+    (["--requests", "100"], "requests needs concurrency"),
+    (["--concurrency", "8", "--requests", "0"], "requests must be"),
     (["--engine", "foo"], "unknown engine"),
     (["--precision", "fp7"], "unknown precision"),
     (["--gpu", "Z9000"], "unknown GPU"),

@@ -548,3 +548,30 @@ def test_few_tokens_per_expert_are_priced_by_the_expert_weight_stream(models):
     assert 5.0 < step * 1e3 < 25.0  # measured 15.2 ms (mean TPOT over a 1k/1k closed loop)
     big = float(s.grouped_gemm_efficiency(np.array([1e6]))[0])
     assert big == pytest.approx(s.moe_gemm_ratio, rel=0.01) and 0.3 <= big < 1.0
+
+
+def test_a_benchmark_first_wave_queues_its_prompts_for_the_token_budget(models):
+    import numpy as np
+
+    rep = _steps(models, "llama-3.1-8b", "H100", 1, "bf16", "bf16", engine="vllm")
+    budget = int(rep.token_budget)
+    # Two prompts of half the budget share the first iteration: both wait for exactly that one prefill step.
+    one_step = float(rep.steps.step_time_s(np.array([0.0]), np.array([float(budget)]), budget / 2 + 50, budget / 4)[0])
+    assert rep.first_wave_ttft(2, budget // 2, 100) == pytest.approx(one_step + rep.frontend_s, rel=1e-9)
+    # Sixteen such prompts take eight iterations: the mean waits for several, the last for all.
+    assert rep.first_wave_ttft(16, budget // 2, 100) > 4 * one_step
+    # Reported through estimate_serving: only TTFT moves, towards steady state as the run gets longer.
+    kw = dict(precision="bf16", input_len=2048, output_len=512, engine="vllm", concurrency=64)
+    steady = estimate_serving(models["llama-3.1-8b"], "H100", **kw)
+    short = estimate_serving(models["llama-3.1-8b"], "H100", requests=64, **kw)
+    long = estimate_serving(models["llama-3.1-8b"], "H100", requests=6400, **kw)
+    assert short.ttft_ms > long.ttft_ms > steady.ttft_ms
+    assert long.ttft_ms == pytest.approx(steady.ttft_ms + (short.ttft_ms - steady.ttft_ms) / 100, rel=1e-6)
+    assert short.tpot_ms == steady.tpot_ms and short.output_tokens_per_s == steady.output_tokens_per_s
+    assert "first wave of 64" in short.assumptions["ttft"]
+    # One request at a time has no wave; a count without clients is refused.
+    one = dict(kw, concurrency=1)
+    assert estimate_serving(models["llama-3.1-8b"], "H100", requests=10, **one).ttft_ms == pytest.approx(
+        estimate_serving(models["llama-3.1-8b"], "H100", **one).ttft_ms, rel=1e-9)
+    with pytest.raises(UsageError, match="requests needs concurrency"):
+        estimate_serving(models["llama-3.1-8b"], "H100", precision="bf16", requests=10)

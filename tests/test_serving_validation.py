@@ -252,3 +252,22 @@ def test_forward_in_time_holds_the_measured_all_reduce():
     assert len(fwd) >= 150
     ape = [abs(e["error"]) for e in fwd if e["group"] != "assumed_input"]
     assert float(np.median(ape)) < 0.21
+
+
+def test_a_benchmarks_first_wave_is_in_its_mean_ttft():
+    # `vllm bench serve --num-prompts N --max-concurrency C` starts C requests at once: their prompts queue for the
+    # token budget, and the mean TTFT it prints counts that wave. Each such row is predicted closer with it than
+    # at steady state alone, and none of its other metrics moves. (Where C exceeds what fits at once, the queue
+    # beyond it sets TTFT and the wave is not added: vllm-pr25135's 405B on one MI355X.)
+    eff = fitted_efficiency()
+    rows = [r for r in v.usable_rows() if r["num_prompts"] and r["measured_ttft_ms"] and int(r["concurrency"]) > 4]
+    assert {r["source_id"] for r in rows} >= {"inferencex-870", "vllm-recipes-pr431-mi300x"}
+    for r in rows:
+        with_wave = v.predict_row(r, eff)
+        steady = v.predict_row({**r, "num_prompts": ""}, eff)
+        measured = float(r["measured_ttft_ms"])
+        if int(r["concurrency"]) > steady.max_concurrency:
+            assert with_wave.ttft_ms == steady.ttft_ms
+            continue
+        assert abs(with_wave.ttft_ms / measured - 1) < abs(steady.ttft_ms / measured - 1), r["row_id"]
+        assert with_wave.tpot_ms == steady.tpot_ms and with_wave.output_tokens_per_s == steady.output_tokens_per_s

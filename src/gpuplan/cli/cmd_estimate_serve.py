@@ -49,6 +49,7 @@ def serve_command(
     input_len: InputLenOpt = "1000",
     output_len: OutputLenOpt = "1000",
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Requests in flight (default: best throughput).")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", help="With --concurrency: a benchmark's request count (vllm bench serve --num-prompts); TTFT is the mean over them, the first wave arriving together.")] = None,
     max_ttft_ms: TtftOpt = None,
     max_tpot_ms: TpotOpt = None,
     engine: EngineOpt = "vllm",
@@ -69,8 +70,8 @@ def serve_command(
     req = build_request(ServeEstimateRequest,
         model=model, params=params, active_params=active_params, gpu=gpu, gpus=gpus, tp=tp, ep=ep,
         attention_dp=attention_dp, precision=precision, kv_precision=kv_precision, input_len=input_len,
-        output_len=output_len, concurrency=concurrency, max_ttft_ms=max_ttft_ms, max_tpot_ms=max_tpot_ms,
-        engine=engine, memory_fraction=memory_fraction, eta_bw=eta_bw, eta_c=eta_c)
+        output_len=output_len, concurrency=concurrency, requests=requests, max_ttft_ms=max_ttft_ms,
+        max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction, eta_bw=eta_bw, eta_c=eta_c)
     est = estimate_serve(req)  # the request the API takes too (gpuplan.planner.requests)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json

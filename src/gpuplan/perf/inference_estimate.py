@@ -332,6 +332,24 @@ class _Replica:
         n = np.clip(prompt_tokens / per_step, 1e-9, osl)
         return n, prompt_tokens / n
 
+    def first_wave_ttft(self, b: int, isl: int, osl: int) -> float:
+        """Mean TTFT (s) of b requests whose prompts all arrive at once, as a benchmark client's first wave
+        does: each iteration runs the decodes of the prompts already done, then fills what is left of the token
+        budget with the waiting prompts in arrival order (chunked), so the last of them waits for all the others."""
+        need, done = float(b) * isl, 0.0
+        decodes, chunks, ends = [], [], []
+        while done < need:
+            d = min(float(b), math.floor(done / isl))
+            p = min(float(self._chunk_tokens(np.asarray(d))), need - done)
+            decodes.append(d)
+            chunks.append(p)
+            done += p
+            ends.append(done)
+        ctx = isl + osl / 2.0
+        t = np.cumsum(self.steps.step_time_s(np.asarray(decodes), np.asarray(chunks), ctx, isl / 2.0))
+        first_token = t[np.searchsorted(np.asarray(ends), isl * np.arange(1, b + 1, dtype=float) - 1e-6)]
+        return float(first_token.mean()) + self.frontend_s
+
     def decode_bound(self, b: float, isl: int, osl: int) -> str:
         """What limits the typical iteration: decode only, unless prompts are so many that every one carries some."""
         s = self.steps
@@ -378,6 +396,7 @@ def estimate_serving(
     step_overhead_ms: float | None = None,
     efficiency: Efficiency | None = None,
     ep: int | None = None,
+    requests: int | None = None,
 ) -> ServingEstimate:
     """Predict serving throughput and latency.
 
@@ -390,6 +409,9 @@ def estimate_serving(
     `dp_attention` (attention data parallel, implies ep = tp) replicates attention so each GPU
     runs its own sequences; the experts exchange tokens by all-to-all across rack-scale NVLink
     (GB200/GB300 NVL72), by all-gather and reduce-scatter inside an 8-GPU node.
+    `requests` (with `concurrency`) reads TTFT as a benchmark client reports it: `requests` prompts through
+    `concurrency` closed-loop clients (`vllm bench serve --num-prompts N --max-concurrency C`), the first wave of
+    C arriving together and queueing for the token budget; TTFT is the mean over all N.
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
@@ -405,6 +427,9 @@ def estimate_serving(
     osl = _check_int("output_len", output_len, 1, MAX_TOKENS)
     check_context(m, isl, osl)
     conc = None if concurrency is None else _check_int("concurrency", concurrency, 1, MAX_CONCURRENCY)
+    n_req = None if requests is None else _check_int("requests", requests, 1, MAX_CONCURRENCY)
+    if n_req is not None and conc is None:
+        raise UsageError("requests needs concurrency: the benchmark's clients (--max-concurrency)")
     ttft_cap = None if max_ttft_ms is None else _check_pos("max_ttft_ms", max_ttft_ms)
     tpot_cap = None if max_tpot_ms is None else _check_pos("max_tpot_ms", max_tpot_ms)
     frac = eng.memory_fraction if memory_fraction is None else _check_pos("memory_fraction", memory_fraction, 1.0)
@@ -497,7 +522,9 @@ def estimate_serving(
         "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
         "ttft": ("server front end (HTTP, tokenisation, admission, streaming) + "
                  "prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
-                 "closed loop, queueing only beyond max concurrency"),
+                 "closed loop, queueing only beyond max concurrency"
+                 + (f"; mean over {n_req:,} benchmark requests, the first wave of {min(conc, n_req):,} arriving "
+                    "together and prefilled in turn" if n_req is not None and not rep.static else "")),
         "output_head": "16-bit, run for sampled tokens only, at bf16 rate",
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
                         "of eta_c for t tokens per expert; EP load of the busiest GPU 1 + c*sqrt(ep/E)*sqrt(2 ln ep) "
@@ -546,6 +573,11 @@ def estimate_serving(
             warnings.append(f"concurrency {conc:,} exceeds the {b_max * replicas:,} requests that fit at once; the rest queue")
         else:
             limited = "concurrency"
+            if n_req is not None and not rep.static:
+                # A benchmark's first wave: min(N, C) prompts at once, the rest at steady state.
+                per_req = n_req / replicas
+                wave = max(1, round(min(per_rep, per_req)))
+                t1 = (wave * rep.first_wave_ttft(wave, isl, osl) + max(per_req - wave, 0.0) * t1) / max(per_req, wave)
         if ttft_cap is not None or tpot_cap is not None:
             meets = (ttft_cap is None or t1 * 1e3 <= ttft_cap) and (tpot_cap is None or t2 * 1e3 <= tpot_cap)
         op_b, op_ttft, op_tpot, op_x = per_rep, t1, t2, x

@@ -175,6 +175,7 @@ def predict_row(row: dict, eff: Efficiency):
         max_num_seqs=int(row["max_num_seqs"]) if row["max_num_seqs"] else None,
         dp_attention=row["dp_attention"] == "1", efficiency=eff,
         ep=int(row["ep"]) if row.get("ep") and row["dp_attention"] != "1" else None,
+        requests=int(row["num_prompts"]) if row.get("num_prompts") and conc else None,
     )
 
 

@@ -377,6 +377,8 @@ class ServeEstimateRequest(ModelChoice):
     input_len: TokenCount = Field(default=1000, description="prompt tokens per request, e.g. 8k")
     output_len: TokenCount = Field(default=1000)
     concurrency: int | None = Field(default=None)
+    requests: int | None = Field(default=None, description="with concurrency: a benchmark's request count (vllm bench "
+                                 "serve --num-prompts); TTFT is then the mean over them, the first wave arriving together")
     max_ttft_ms: float | None = Field(default=None)
     max_tpot_ms: float | None = Field(default=None)
     memory_fraction: float | None = Field(default=None)
@@ -399,7 +401,7 @@ def estimate_serve(req: ServeEstimateRequest):
                            kv_precision=req.kv_precision, input_len=req.input_len, output_len=req.output_len,
                            concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
                            engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
-                           eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp)
+                           eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp, requests=req.requests)
     native = getattr(model, "native_precision", None) or "bf16"
     est.assumptions["precision_basis"] = (f"the model's native precision ({est.precision})"
                                           if req.precision is None or req.precision == native else "given")

@@ -182,6 +182,7 @@ class ServeEstimateBody(_PresetOnly, ServeEstimateRequest):
     input_len: TokenCount = Field(default=1000, gt=0, le=2_000_000)
     output_len: TokenCount = Field(default=1000, gt=0, le=1_000_000)
     concurrency: int | None = Field(default=None, gt=0, le=1_000_000)
+    requests: int | None = Field(default=None, gt=0, le=1_000_000)
     max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6)
     memory_fraction: float | None = Field(default=None, gt=0, le=1)
