@@ -36,8 +36,9 @@ MAX_GPUS = 100_000
 TP_CHOICES = (1, 2, 4, 8)
 # Attention-DP MoE exchanges tokens with all-to-all kernels only across rack-scale NVLink (MNNVL: TensorRT-LLM's
 # alltoall needs it, DeepEP is opt-in); in an 8-GPU node the engines all-gather the tokens and reduce-scatter the
-# outputs (TensorRT-LLM CutlassFusedMoE, vLLM's default all2all backend). Gathered inputs travel at the expert
-# GEMM's input precision (quantized before the gather), outputs in 16 bits.
+# outputs (TensorRT-LLM CutlassFusedMoE, vLLM's default all2all backend, SGLang's dp_gather / dp_scatter without
+# DeepEP). Gathered inputs travel at the expert GEMM's input precision (quantized before the gather), outputs in
+# 16 bits.
 GPUS_PER_NODE = 8
 DISPATCH_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": KV_BYTES["fp4"]}
 
