@@ -341,7 +341,7 @@ class _Replica:
         decodes, chunks, ends = [], [], []
         while done < need:
             d = min(float(b), math.floor(done / isl))
-            p = min(float(self._chunk_tokens(np.asarray(d))), need - done)
+            p = min(float(self._chunk_tokens(d)), need - done)
             decodes.append(d)
             chunks.append(p)
             done += p
