@@ -37,10 +37,9 @@ TP_CHOICES = (1, 2, 4, 8)
 # Attention-DP MoE exchanges tokens with all-to-all kernels only across rack-scale NVLink (MNNVL: TensorRT-LLM's
 # alltoall needs it, DeepEP is opt-in); in an 8-GPU node the engines all-gather the tokens and reduce-scatter the
 # outputs (TensorRT-LLM CutlassFusedMoE, vLLM's default all2all backend, SGLang's dp_gather / dp_scatter without
-# DeepEP). Gathered inputs travel at the expert GEMM's input precision (quantized before the gather), outputs in
-# 16 bits.
+# DeepEP). Gathered inputs travel at the expert GEMM's input precision (quantized before the gather: the element
+# sizes KV_BYTES lists for those formats), outputs in 16 bits.
 GPUS_PER_NODE = 8
-DISPATCH_BYTES = {"fp8": 1.0, "int8": 1.0, "fp4": KV_BYTES["fp4"]}
 
 
 class ServingEstimate(BaseModel):
@@ -249,7 +248,7 @@ class _Replica:
             allreduce_latency_s=lat, link_bytes_s=link * ic["link_efficiency"],
             engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
             moe_alltoall=nvlink_domain(gpu, GPUS_PER_NODE) > GPUS_PER_NODE,
-            dispatch_bytes=DISPATCH_BYTES.get(wf.compute, ACT_BYTES),
+            dispatch_bytes=KV_BYTES.get(wf.compute, ACT_BYTES),
         )
 
     def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
@@ -530,11 +529,12 @@ def estimate_serving(
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
                         "of eta_c for t tokens per expert; EP load of the busiest GPU 1 + c*sqrt(ep/E)*sqrt(2 ln ep) "
                         "+ sqrt(2 ln ep / m), c = ep_hot_excess (CV of expert popularity)"
-                        + (("; attention DP over rack-scale NVLink: all-to-all sends a token once per other GPU holding "
-                            "one of its experts") if rep.steps.moe_alltoall else
-                           ("; attention DP inside a node: every GPU's tokens all-gathered (at the expert GEMM's input "
-                            "precision) and the 16-bit outputs reduce-scattered (the engines' default without "
-                            "rack-scale NVLink or DeepEP)")) * rep.dp_attention
+                        + ("" if not rep.dp_attention else
+                           "; attention DP over rack-scale NVLink: all-to-all sends a token once per other GPU holding "
+                           "one of its experts" if rep.steps.moe_alltoall else
+                           "; attention DP inside a node: every GPU's tokens all-gathered (at the expert GEMM's input "
+                           "precision) and the 16-bit outputs reduce-scattered (the engines' default without "
+                           "rack-scale NVLink or DeepEP)")
                         + ("; non-expert weights 16-bit (native 4-bit checkpoint quantizes experts only)"
                            if mem.dense_kept_16bit(shape, wf.bytes_per_param) else "")) if shape.n_experts else None,
     }
