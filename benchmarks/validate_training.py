@@ -11,7 +11,8 @@ scripts/fit_training_efficiency.py fits, on the model linearized at the shipped 
 rows exactly (see gpuplan.perf.training_validation). `--quick` predicts the LOO rows with the linear model;
 `--regime` restricts the printed rows and tables (fits always use every row). `--forward 2026-01` also predicts every
 row published from that month on with a fit on the older rows alone (forward in time: how the estimator does on
-measurements newer than its fit, as an independent set of newer publications would test it).
+measurements newer than its fit, as an independent set of newer publications would test it). Whole runs are
+predicted at the layout the planner would pick; those whose sources publish a layout are also shown at it.
 
 Targets (LOSO): whole runs median <= 15 %, p90 <= 35 %; training throughput median <= 10 %, p90 <= 25 %;
 no regime's median above 25 %.
@@ -59,6 +60,32 @@ def _forward_table(preps, eff, cutoff: str, res: list[dict]) -> None:
               f"{np.median(b):8.1f} {np.percentile(b, 90):8.1f} {np.median([f['error_pct'] for f in sel]):+6.1f}")
 
 
+def _layout(lay: dict) -> str:
+    return (f"t{lay['tp']} p{lay['pp']} d{lay['dp']} c{lay['cp']} e{lay['ep']} b{lay['micro_batch']} "
+            f"rc{lay['recompute']} z{lay['zero']} v{lay['vp']}")
+
+
+def _stated_layout_table(eff, regime: str | None) -> None:
+    """Whole runs whose sources publish their layout: the planner's layout (the headline) against the stated one."""
+    import numpy as np
+
+    from gpuplan.perf.training_validation import stated_layout_check
+
+    rows = [r for r in stated_layout_check(eff) if not regime or r["regime"] == regime]
+    if not rows:
+        return
+    print()
+    print(f"Whole runs whose sources state their layout ({len(rows)}), shipped parameters: % error at the layout the "
+          f"planner picks (the headline: what a user asking for the GPU-hours gets) and at the stated one")
+    print(f"{'row':>3} {'name':34} {'planner%':>8} {'stated%':>8}  stated layout")
+    for r in rows:
+        print(f"{r['row']:>3} {r['name'][:34]:34} {r['planner_error_pct']:>8.1f} {r['stated_error_pct']:>8.1f}  "
+              f"{_layout(r['stated_layout'])}{'' if r['stated_fits'] else ' (does not fit!)'}")
+    a, b = np.abs([r["planner_error_pct"] for r in rows]), np.abs([r["stated_error_pct"] for r in rows])
+    print(f"{'median / p90':38} {np.median(a):5.1f} / {np.percentile(a, 90):.1f}  at the planner's layout; "
+          f"{np.median(b):.1f} / {np.percentile(b, 90):.1f} at the stated one")
+
+
 def main(argv: list[str]) -> int:
     from gpuplan.perf.error_bands import REGIMES
 
@@ -98,9 +125,7 @@ def main(argv: list[str]) -> int:
         print(f"{'row':>3} {'regime':12} {'kind':10} {'name':50} {'gpu':9} {'n':>5} {'measured':>10} "
               f"{'predicted':>10} {'err%':>7} {'LOO%':>7} {'LOSO%':>7}  source / layout")
         for r in shown:
-            lay = r["layout"]
-            lay_s = f"t{lay['tp']} p{lay['pp']} d{lay['dp']} c{lay['cp']} e{lay['ep']} b{lay['micro_batch']} " \
-                    f"rc{lay['recompute']} z{lay['zero']} v{lay['vp']}"
+            lay_s = _layout(r["layout"])
             print(f"{r['row']:>3} {r['regime']:12} {r['kind']:10} {r['name'][:50]:50} {r['gpu'][:9]:9} "
                   f"{r['n_gpus']:>5} {r['measured']:>10.4g} {r['predicted']:>10.4g} {r['error_pct']:>7.1f} "
                   f"{r['loo_error_pct']:>7.1f} {r['loso_error_pct']:>7.1f}  {r['source_id']} | {lay_s}"
@@ -141,6 +166,7 @@ def main(argv: list[str]) -> int:
     over = [f"{g} {m:.1f}%" for g, m in reg if m > 25]
     print(f"  worst regime median        {worst[0]} {worst[1]:.1f}% (target: none above 25); "
           f"above 25%: {', '.join(over) or 'none'}")
+    _stated_layout_table(eff, args.regime)
     if args.forward:
         _forward_table(preps, eff, args.forward, res)
     print(f"({time.perf_counter() - t0:.1f} s)")

@@ -3,7 +3,9 @@ scripts/build_training_validation.py).
 
 Row kinds and what is compared:
 - FULL: whole-run GPU-hours, predicted from model, tokens, GPU and count (the planner's default
-  count when the paper gives none), layout searched, goodput included.
+  count when the paper gives none), layout searched as the planner would (a user asking for GPU-hours gets the
+  planner's layout, not the one the authors happened to run), goodput included. `stated_layout_check` predicts
+  the same runs at the layout their sources publish, where they do: the step-time physics apart from the choice.
 - THROUGHPUT: seconds per step at the stated layout (unstated parts searched). Where the source
   gives TFLOP/s per GPU instead of a step time, the step time is derived with the source's own
   FLOP formula (Megatron 96·B·s·L·h²·(1 + s/6h + V/16Lh) when it counts recompute).
@@ -182,8 +184,9 @@ class PreparedRow:
         return f"{self.row['row']:>2} {self.row['name']}"
 
 
-def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | None:
-    """Inputs and candidate layouts for one row, or None when the row cannot be predicted."""
+def prepare_row(row, eff: TrainingEfficiency | None = None, stated_layout: bool = False) -> PreparedRow | None:
+    """Inputs and candidate layouts for one row, or None when the row cannot be predicted. A whole run (FULL) is
+    searched like a plan unless `stated_layout`, which fixes what its source states, as for throughput rows."""
     if row["use"] != "1":
         return None
     eff = eff or default_efficiency()
@@ -212,7 +215,7 @@ def prepare_row(row, eff: TrainingEfficiency | None = None) -> PreparedRow | Non
                                 efficiency_params=eff, n_runners_up=0)
         n = est.n_gpus
         note = "count: planner default"
-    fixed = row_fixed(row) if kind != "FULL" else LayoutFixed()
+    fixed = row_fixed(row) if kind != "FULL" or stated_layout else LayoutFixed()
     lay = enumerate_layouts(shape, wl, [n], gpn, fixed)
     valid = lay["reason"] < 0
     # Published layouts the estimator's even split rejects (e.g. uneven pipeline stages, 61 or 94 layers):
@@ -319,6 +322,36 @@ def prepare_all(eff: TrainingEfficiency | None = None) -> list[PreparedRow]:
         p = prepare_row(row, eff)
         if p is not None:
             out.append(p)
+    return out
+
+
+LAYOUT_COLUMNS = ("tp", "pp", "dp", "cp", "micro_batch", "recompute", "fsdp")
+
+
+def states_layout(row) -> bool:
+    """Whether a row's source states any part of its parallel layout (an expert-parallel size above 1 counts; ep 1
+    and vp 1 are the build script's defaults, not statements)."""
+    return any((row.get(k) or "").strip() for k in LAYOUT_COLUMNS) or (_i(row, "ep") or 1) > 1
+
+
+def stated_layout_check(eff: TrainingEfficiency | None = None) -> list[dict]:
+    """Whole runs whose sources publish their layout, predicted at the planner's layout (what a user asking for the
+    GPU-hours gets: the headline) and at the stated one, both with `eff`: how much of a miss is the step-time physics
+    and how much the authors' choice (full recompute where the planner needs none, a schedule the memory model cannot
+    fit)."""
+    eff = eff or default_efficiency()
+    out = []
+    for row in load_rows():
+        if row["use"] != "1" or row["row_type"] != "FULL" or not states_layout(row):
+            continue
+        searched, stated = prepare_row(row, eff), prepare_row(row, eff, stated_layout=True)
+        if searched is None or stated is None:
+            continue
+        (h_planner, lay_planner), (h_stated, lay_stated) = predict(searched, eff), predict(stated, eff)
+        out.append({"row": int(row["row"]), "name": row["name"], "regime": row.get("regime", ""),
+                    "measured": searched.measured, "planner_error_pct": err_pct(h_planner, searched.measured),
+                    "stated_error_pct": err_pct(h_stated, stated.measured), "planner_layout": lay_planner,
+                    "stated_layout": lay_stated, "stated_fits": stated.fits})
     return out
 
 
