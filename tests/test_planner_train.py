@@ -276,6 +276,21 @@ def test_why_lines_state_time_and_gpu_hours_honestly(baseline):
             assert "fewer GPU-hours" in line and "same work" not in line, line
 
 
+def test_a_runner_up_at_the_same_cost_is_not_called_dearer():
+    """With every region's row (--all-rows) the runner-up can be the same offer in another region: it costs the
+    same, is named with its region, and is not described as 'a higher price for the same work'."""
+    res = plan_training(TrainPlanRequest(model="llama-3.1-8b", tokens=1e12, limit=6, all_rows=True),
+                        Catalog.load(use_store=False))
+    best = res.plans[0]
+    twins = [p for p in res.plans[1:4] if abs(p.cost_usd - best.cost_usd) < 0.5]
+    assert twins, [round(p.cost_usd) for p in res.plans[:4]]
+    for other in twins:
+        line = next(w for w in res.why if w.startswith(f"#{other.rank} {other.provider_name} "))
+        assert "costs the same" in line and "higher price" not in line and "$0 more" not in line, line
+        if (other.provider, other.gpu) == (best.provider, best.gpu):
+            assert other.region in line, line
+
+
 def test_unpublished_cluster_size_is_flagged(baseline):
     for p in baseline.plans:
         if p.nodes > 1 and p.offer.max_nodes is None:

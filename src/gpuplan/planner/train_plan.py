@@ -868,8 +868,12 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
         if other.risk > best.risk:
             reasons.append(f"riskier ({other.risk:.2f})")
         diff = other.cost_usd - best.cost_usd
-        head = (f"#{other.rank} {other.provider_name} {other.gpu} ({other.pricing}) "
-                + (f"costs ${diff:,.0f} more" if diff >= 0 else f"is ${-diff:,.0f} cheaper on average"))
+        same_cost = abs(diff) < 0.5
+        # The same provider's GPU elsewhere (every region's row, --all-rows) is told apart by its region.
+        where = f", {other.region}" if (other.provider, other.gpu) == (best.provider, best.gpu) else ""
+        head = (f"#{other.rank} {other.provider_name} {other.gpu} ({other.pricing}{where}) "
+                + ("costs the same" if same_cost else
+                   f"costs ${diff:,.0f} more" if diff >= 0 else f"is ${-diff:,.0f} cheaper on average"))
         if cheaper_hourly:
             head += (f", cheaper per GPU-hour (${other.offer.price_per_gpu_hour_usd:.2f} vs "
                      f"${best.offer.price_per_gpu_hour_usd:.2f})")
@@ -877,7 +881,8 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
             head += (" but" if diff >= 0 else " and") + f" finishes {fmt_duration(best.wall_hours - other.wall_hours)} sooner"
         if diff < 0:  # cheaper on average, so it lost on the band: plans rank by the 75th percentile of their cost
             head += ", yet ranks lower at the 75th percentile of its cost"
-        lines.append(head + ": " + (", ".join(reasons) if reasons else "a higher price for the same work"))
+        lines.append(head + ": " + (", ".join(reasons) if reasons else
+                                    "the same work at the same price" if same_cost else "a higher price for the same work"))
     lines.extend(flips)
     if deadline_h is None and best.wall_hours > target_h:
         lines.append(f"no plan finishes within the default {target_h / 24:g} days; give --max-gpus or --deadline")
