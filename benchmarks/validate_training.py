@@ -125,10 +125,9 @@ def main(argv: list[str]) -> int:
         print(f"{'row':>3} {'regime':12} {'kind':10} {'name':50} {'gpu':9} {'n':>5} {'measured':>10} "
               f"{'predicted':>10} {'err%':>7} {'LOO%':>7} {'LOSO%':>7}  source / layout")
         for r in shown:
-            lay_s = _layout(r["layout"])
             print(f"{r['row']:>3} {r['regime']:12} {r['kind']:10} {r['name'][:50]:50} {r['gpu'][:9]:9} "
                   f"{r['n_gpus']:>5} {r['measured']:>10.4g} {r['predicted']:>10.4g} {r['error_pct']:>7.1f} "
-                  f"{r['loo_error_pct']:>7.1f} {r['loso_error_pct']:>7.1f}  {r['source_id']} | {lay_s}"
+                  f"{r['loo_error_pct']:>7.1f} {r['loso_error_pct']:>7.1f}  {r['source_id']} | {_layout(r['layout'])}"
                   f"{'' if r['fits'] else ' (does not fit!)'}{' ' + r['count_note'] if r['count_note'] else ''}")
         for row in load_rows():
             if row["use"] != "1" and (not args.regime or row.get("regime") == args.regime):

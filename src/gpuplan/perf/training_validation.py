@@ -325,13 +325,9 @@ def prepare_all(eff: TrainingEfficiency | None = None) -> list[PreparedRow]:
     return out
 
 
-LAYOUT_COLUMNS = ("tp", "pp", "dp", "cp", "micro_batch", "recompute", "fsdp")
-
-
 def states_layout(row) -> bool:
-    """Whether a row's source states any part of its parallel layout (an expert-parallel size above 1 counts; ep 1
-    and vp 1 are the build script's defaults, not statements)."""
-    return any((row.get(k) or "").strip() for k in LAYOUT_COLUMNS) or (_i(row, "ep") or 1) > 1
+    """Whether a row's source states any part of its parallel layout (what `row_fixed` reads from it)."""
+    return row_fixed(row) != LayoutFixed()
 
 
 def stated_layout_check(eff: TrainingEfficiency | None = None) -> list[dict]:
