@@ -335,6 +335,18 @@ def test_static_batch_engine_prefills_the_whole_batch_first(models):
         256 * 2176 * static.kv_bytes_per_token / 1e9, rel=1e-6)
 
 
+def test_optimum_habana_fp8_keeps_its_kv_cache_in_fp8(models):
+    # Intel's Gaudi 3 table (SynapseAI 1.18) ran Llama 3.1 8B fp8 at 128/2048 with a static batch of 768. INC's fp8
+    # path stores the cache in fp8: 768 x 2176 padded tokens x 64 KiB = 110 GB; a bf16 cache would need 219 GB of 128.
+    kw = dict(precision="fp8", input_len=128, output_len=2048, concurrency=768, engine="optimum-habana")
+    fp8 = estimate_serving(models["llama-3.1-8b"], "Gaudi3", **kw)
+    bf16 = estimate_serving(models["llama-3.1-8b"], "Gaudi3", kv_precision="bf16", **kw)
+    assert fp8.kv_precision == "fp8" and fp8.max_concurrency >= 0.95 * 768
+    assert bf16.max_concurrency < 0.55 * 768 and bf16.running_concurrency < 0.55 * 768
+    # A bf16 model on the same engine keeps a bf16 cache.
+    assert estimate_serving(models["llama-3.1-8b"], "Gaudi3", **{**kw, "precision": "bf16"}).kv_precision == "bf16"
+
+
 def test_local_attention_layers_hold_only_their_window(models):
     from gpuplan.models.spec import ModelSpec
 
