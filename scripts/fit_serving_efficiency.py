@@ -16,6 +16,8 @@ src/gpuplan/perf/data/inference-efficiency.json with the parameters and the in-s
 benchmarks/validate_serving.py measures leave-one-source-out and writes the error bands.
 
 Run by hand:  python scripts/fit_serving_efficiency.py [--iters 300]
+              python scripts/fit_serving_efficiency.py --rows-only   # keep the parameters, recompute the
+                  stored errors (after scripts/fit_vendor_efficiency.py --refresh-model-ratios moved a factor)
 """
 from __future__ import annotations
 
@@ -33,12 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=300, help="Nelder-Mead iterations per pass")
     ap.add_argument("--restarts", type=int, default=4, help="further passes from the best point (stop when one gains < 0.1%%)")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="keep the stored parameters and source; recompute the stored in-sample errors")
     args = ap.parse_args(argv)
     from gpuplan.perf import inference_validation as v
-    from gpuplan.perf.engines import _UNFITTED, Efficiency
+    from gpuplan.perf.engines import _UNFITTED, Efficiency, fitted_efficiency
 
-    start = Efficiency(**{k: val for k, val in _UNFITTED.items()})
-    eff = v.fit(start=start, iters=args.iters, restarts=args.restarts)
+    if args.rows_only:
+        eff = fitted_efficiency()
+        old = json.loads(OUT.read_text(encoding="utf-8"))
+    else:
+        start = Efficiency(**{k: val for k, val in _UNFITTED.items()})
+        eff = v.fit(start=start, iters=args.iters, restarts=args.restarts)
     ins = v.errors(eff)
     params = {
         "eta_bw": round(eff.eta_bw, 4), "eta_c": round(eff.eta_c, 4),
@@ -54,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         "frontend_ms": round(eff.frontend_ms, 3),
         "engine_factor": {k: round(x, 4) for k, x in eff.engine_factor.items()},
     }
+    if args.rows_only and old["params"] != params:
+        print("error: the stored parameters do not round-trip; refit instead", file=sys.stderr)
+        return 1
     doc = {
         "_doc": ("Shared serving-efficiency parameters fitted by scripts/fit_serving_efficiency.py to "
                  "inference-runs.csv. eta_bw/eta_c: achieved fraction of HBM bandwidth / dense tensor peak; "
@@ -73,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                  "formulas.md \u00a75): share of eta_c that 8/4-bit GEMMs reach against their own peak; engine_factor: "
                  "speed of the per-token work relative to TensorRT-LLM (reference, 1.0); continuous-batching engines "
                  "without rows (SGLang) run at the mean of vLLM and TensorRT-LLM."),
-        "source": f"fitted {dt.date.today().isoformat()} on {len(v.fit_rows())} rows "
+        "source": old["source"] if args.rows_only else f"fitted {dt.date.today().isoformat()} on {len(v.fit_rows())} rows "
                   f"({len(v.comparisons(v.fit_rows()))} comparisons) from "
                   f"{len({r['source_id'] for r in v.fit_rows()})} sources",
         "command": "python scripts/fit_serving_efficiency.py",

@@ -14,6 +14,7 @@ source has one). Its efficiency ratio is
                MFU rows compare MFUs directly.
     serving:   (speed / ref speed) / model_speed_ratio, the serving estimator's own predicted
                per-GPU speed ratio for the two configurations (engine 'trtllm' on both sides,
+               every architecture factor off: vendor_efficiency.physics_only,
                stored in the CSV by --refresh-model-ratios), so the factor multiplies what
                the estimator already explains (capacity, bandwidth, TP traffic) and no more.
 
@@ -93,7 +94,7 @@ ARCH_NOTES = {
     ("training", "Ada"): "one L40S row at 64 GPUs over PCIe: part of the gap is tensor-parallel traffic the estimator "
                          "also models",
     ("training", "CDNA2"): "MI250 rows are measured against A100 in MosaicML's stack and chained through the Ampere factor",
-    ("serving", "CDNA3"): "MI300X rows 0.73-0.75, MI325X 0.92 (both vLLM-ROCm or MangoBoost stacks vs TensorRT-LLM)",
+    ("serving", "CDNA3"): "MI300X rows 0.64-0.67, MI325X 0.82 (both vLLM-ROCm or MangoBoost stacks vs TensorRT-LLM)",
     ("serving", "CDNA4"): "one MLPerf v5.1 open-division MXFP4 row",
     ("serving", "Blackwell"): "all Blackwell serving rows run FP4; the roof ratio already credits FP4 peaks",
 }
@@ -361,7 +362,7 @@ DOC = (
     "serving.<arch>.factor multiplies the serving model's eta_c and eta_bw together - equivalently the engine factor, since "
     "an iteration takes device time / engine_factor + overhead (perf/inference_timing.py): row ratio = (measured per-GPU "
     "output tokens/s / Hopper's) / model_speed_ratio, where model_speed_ratio is gpuplan's own serving estimate of the same "
-    "two configurations with engine 'trtllm' on both sides, so capacity, HBM bandwidth, FP4/FP8 peaks and TP traffic are "
+    "two configurations with engine 'trtllm' on both sides and every architecture factor off, so capacity, HBM bandwidth, FP4/FP8 peaks and TP traffic are "
     "credited by the estimator and the factor carries only what it cannot see: kernel and software maturity of the vendor's "
     "best public stack (vLLM-ROCm, TGI/vLLM-Gaudi, TensorRT-LLM) relative to TensorRT-LLM on Hopper. It therefore already "
     "includes a non-NVIDIA stack's gap: do not also apply an engine penalty for the same gap. Most serving rows are "
@@ -398,17 +399,22 @@ def estimator_speed_per_gpu(row: dict) -> float:
 
 
 def model_speed_ratios(rows: list[dict]) -> dict[str, float]:
+    """Each serving row's estimated per-GPU speed over its reference row's, with every architecture
+    factor off (physics_only): the factor fitted from it must not be inside it."""
+    from gpuplan.perf.vendor_efficiency import physics_only
+
     by_id = {r["row_id"]: r for r in rows}
     out = {}
-    for r in rows:
-        if r["regime"] != "serving" or not r["ref_row"] or not r["model"]:
-            continue
-        try:
-            mine, ref = estimator_speed_per_gpu(r), estimator_speed_per_gpu(by_id[r["ref_row"]])
-        except Exception:  # GPU not in the catalog (kept as a use=0 row)
-            continue
-        if mine > 0 and ref > 0:
-            out[r["row_id"]] = mine / ref
+    with physics_only():
+        for r in rows:
+            if r["regime"] != "serving" or not r["ref_row"] or not r["model"]:
+                continue
+            try:
+                mine, ref = estimator_speed_per_gpu(r), estimator_speed_per_gpu(by_id[r["ref_row"]])
+            except Exception:  # GPU not in the catalog (kept as a use=0 row)
+                continue
+            if mine > 0 and ref > 0:
+                out[r["row_id"]] = mine / ref
     return out
 
 

@@ -108,6 +108,26 @@ def test_used_serving_comparisons_carry_the_estimator_roof(rows):
             assert float(r["model_speed_ratio"]) > 0, f"{r['row_id']}: run --refresh-model-ratios"
 
 
+def test_the_serving_roof_column_is_fresh_and_holds_no_factor(fit, rows, monkeypatch):
+    """model_speed_ratio is what the estimator explains of a row's speed ratio by itself. It must follow
+    the serving estimator (a stale column fits factors to an estimator that no longer exists) and must
+    not contain the factors fitted from it: with them inside, a refit returns the residual (~1.0)."""
+    fresh = fit.model_speed_ratios(rows)
+    stored = {r["row_id"]: float(r["model_speed_ratio"]) for r in rows if r["model_speed_ratio"]}
+    assert set(stored) <= set(fresh) and len(stored) >= 20
+    stale = {k: (v, round(fresh[k], 4)) for k, v in stored.items() if abs(fresh[k] / v - 1) > 0.03}
+    assert not stale, f"run python scripts/fit_vendor_efficiency.py --refresh-model-ratios: {stale}"
+
+    real = ve.load()
+    doctored = {**real, "serving": {a: {**e, "factor": e["factor"] * (0.5 if a != "Hopper" else 1.0)}
+                                    for a, e in real["serving"].items()}, "by_gpu": {}}
+    monkeypatch.setattr(ve, "load", lambda: doctored)
+    assert ve.applied_factor("MI300X", "serving").factor == pytest.approx(real["serving"]["CDNA3"]["factor"] / 2)
+    with ve.physics_only():
+        assert ve.applied_factor("MI300X", "serving").factor == 1.0
+    assert fit.model_speed_ratios(rows) == fresh  # halving every factor leaves the column as it was
+
+
 def test_cdna3_training_factor_is_the_median_of_its_rows(shipped, rows):
     """Pinned: CDNA3 training = geometric median of the four MLPerf LoRA rows (MI300X ~0.68-0.72, MI325X ~0.94-0.98)."""
     ratios = sorted(v["ratio"] for v in shipped["rows"].values() if v["regime"] == "training" and v["arch"] == "CDNA3")

@@ -17,12 +17,14 @@ An architecture nobody measured gets a pessimistic prior, never parity.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Iterator, Literal
 
 FACTOR_FILE = "vendor-efficiency.json"
 REGIMES = ("training", "serving")
@@ -127,13 +129,34 @@ def factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
 CURVE_ARCHITECTURES: dict[str, tuple[str, ...]] = {"training": ("Ampere", "Hopper"), "serving": ()}
 
 
+_physics_only: contextvars.ContextVar[bool] = contextvars.ContextVar("physics_only", default=False)
+
+
+@contextlib.contextmanager
+def physics_only() -> Iterator[None]:
+    """Estimates inside run every architecture at factor 1.0 and ignore any calibration profile: what
+    scripts/fit_vendor_efficiency.py needs for its model_speed_ratio column, the part of a measured
+    speed ratio the estimator explains by itself. With the factors applied the ratio would already
+    hold them, and a refit would return the residual (about 1.0) instead of the factor."""
+    tok = _physics_only.set(True)
+    try:
+        yield
+    finally:
+        _physics_only.reset(tok)
+
+
 def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
     """The factor the estimator multiplies its efficiency by: the fitted factor, except 1.0 for the
     architectures the estimator's own fit was made on (their band is kept, centred on 1.0); times the
-    active user calibration profile's factor for this (regime, architecture), if any (perf/calibration.py)."""
+    active user calibration profile's factor for this (regime, architecture), if any (perf/calibration.py).
+    Inside `physics_only()`: 1.0 for every architecture."""
     from gpuplan.perf.calibration import apply
 
     f = factor(gpu_id, regime, vendor)
+    if _physics_only.get():
+        scale = 1.0 / f.factor if f.factor > 0 else 1.0
+        return VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "physics only", f.arch,
+                            "architecture factor off (vendor_efficiency.physics_only)", f.n_rows)
     if f.arch in CURVE_ARCHITECTURES.get(regime, ()):
         scale = 1.0 / f.factor if f.factor > 0 else 1.0
         f = VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "curve", f.arch,
