@@ -82,6 +82,8 @@ PRIORS = {
         "Turing": (0.50, 0.30, 0.75, "prior: T4 serves FP16/INT8 only from 16 GB at 0.32 TB/s; no public LLM serving pair found"),
         "CDNA2": (0.50, 0.30, 0.80, "prior: MI250X has no FP8, shows as two devices (GCDs), and vLLM's ROCm kernels target "
                   "CDNA3 first; no public serving pair found (training CDNA2 rows are MosaicML's)"),
+        "Gaudi3": ("from", "Gaudi2", 1.6, "prior: no Gaudi 3 serving pair; Gaudi 2's fitted value with the band widened "
+                   "x/÷1.6 (as for training)"),
         "TPU": (0.70, 0.40, 0.95, "prior: no TPU-vs-Hopper serving pair on the same workload found in the corpora; set near "
                 "the fitted TPU training value"),
     },
@@ -429,6 +431,43 @@ def refresh_model_ratios(path: Path = RUNS_CSV) -> None:
         w.writeheader()
         w.writerows(rows)
     print(f"model_speed_ratio refreshed for {len(ratios)} serving rows in {path.relative_to(ROOT)}")
+
+
+# ------------------------------------------------------------------ held-out validation
+def _page(source: str) -> str:
+    """A source cell's page: its first URL, without scheme, 'www.' or a trailing slash, lower-cased."""
+    url = (source or "").split()[0].lower() if (source or "").split() else ""
+    for prefix in ("https://", "http://", "www."):
+        url = url.removeprefix(prefix)
+    return url.rstrip("/")
+
+
+def linked_rows(rows: list[dict], held: list[dict]) -> set[str]:
+    """Vendor rows the held-out validation rows' publishers also published: the same source id or the same page,
+    and any row whose reference is among them (its ratio needs the reference)."""
+    ids = {r["source_id"] for r in held}
+    pages = {p for r in held if (p := _page(r.get("source", "")))}
+    drop = {r["row_id"] for r in rows if r["source_id"] in ids or _page(r["source"]) in pages}
+    while True:
+        more = {r["row_id"] for r in rows if r["row_id"] not in drop and r["ref_row"] in drop}
+        if not more:
+            return drop
+        drop |= more
+
+
+_WITHOUT: dict[frozenset, dict] = {}
+
+
+def factors_without(held: list[dict]) -> dict | None:
+    """The factor document fitted without the vendor rows linked to `held` (inference_validation's held-out refits
+    use it through vendor_efficiency.using_factors); None when no used row is linked, so the shipped file stands."""
+    rows = load_runs()
+    drop = frozenset(linked_rows(rows, held))
+    if not any(r["row_id"] in drop and r["use"] == "1" for r in rows):
+        return None
+    if drop not in _WITHOUT:
+        _WITHOUT[drop] = fit_all([r for r in rows if r["row_id"] not in drop])
+    return _WITHOUT[drop]
 
 
 # ------------------------------------------------------------------ main

@@ -19,12 +19,14 @@ residual quantiles are shipped in data/serving-error-bands.json for the planner'
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import json
 import math
 from dataclasses import dataclass, replace
 from importlib import resources
+from typing import Callable
 
 import numpy as np
 
@@ -370,29 +372,41 @@ def source_family(source_id: str) -> str:
     return SOURCE_FAMILIES.get(source_id, source_id)
 
 
-def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = False) -> list[dict]:
+FactorsWithout = Callable[[list[dict]], "dict | None"]
+
+
+def leave_one_source_out(start: Efficiency, iters: int = 120, by_family: bool = False,
+                         factors_without: FactorsWithout | None = None) -> list[dict]:
     """Refit without every row of one source (or, with `by_family`, of one source family), then predict
     those rows. Refits search from mid-range, as the full fit does (the full fit's values would carry the held-out
     rows into their own prediction), with a shorter search; a parameter the remaining rows cannot inform
     (`unidentified`: the held-out source was its only evidence) is held at its unfitted default. Rows outside the
-    fit set (an input length assumed) are predicted by the refit without their source too."""
+    fit set (an input length assumed) are predicted by the refit without their source too.
+    `factors_without(held rows)` may return architecture factors fitted without the vendor rows that the held-out
+    source also published (vendor_efficiency.using_factors), None where it published none."""
     key = (lambda r: source_family(r["source_id"])) if by_family else (lambda r: r["source_id"])
     rows = fit_rows()
     out = []
     for sid in sorted({key(r) for r in usable_rows()}):
         held = [r for r in usable_rows() if key(r) == sid]
-        out.extend(_refit_and_predict(start, [r for r in rows if key(r) != sid], held, iters))
+        out.extend(_refit_and_predict(start, [r for r in rows if key(r) != sid], held, iters, factors_without))
     return out
 
 
-def _refit_and_predict(start: Efficiency, train: list[dict], held: list[dict], iters: int) -> list[dict]:
+def _refit_and_predict(start: Efficiency, train: list[dict], held: list[dict], iters: int,
+                       factors_without: FactorsWithout | None = None) -> list[dict]:
     """The held-out check's one step: refit on `train` alone (what it cannot inform at its unfitted default, see
-    `unidentified`), then the errors of that refit on `held`."""
-    eff = fit(train, start=_unfitted_for(start, unidentified(train)), iters=iters, restart=False)
-    return errors(eff, held)
+    `unidentified`), then the errors of that refit on `held`; both under the factors `factors_without` gives."""
+    from gpuplan.perf.vendor_efficiency import using_factors
+
+    doc = factors_without(held) if factors_without else None
+    with using_factors(doc) if doc is not None else contextlib.nullcontext():
+        eff = fit(train, start=_unfitted_for(start, unidentified(train)), iters=iters, restart=False)
+        return errors(eff, held)
 
 
-def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[dict]:
+def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120,
+                    factors_without: FactorsWithout | None = None) -> list[dict]:
     """Every row whose source is dated `cutoff` (YYYY-MM) or later, predicted by a refit on the older sources' rows
     alone (the same refit leave-one-source-out runs for each held-out source): how the estimator does on measurements
     newer than anything it was fitted to. A source dated by its year only counts as that year's January."""
@@ -400,7 +414,7 @@ def forward_in_time(start: Efficiency, cutoff: str, iters: int = 120) -> list[di
     older = [r for r in fit_rows() if _month(r.get("source_date", "")) < cutoff]
     if not newer or not older:
         raise ValueError(f"cutoff {cutoff}: {len(newer)} newer and {len(older)} older rows; need some on each side")
-    return _refit_and_predict(start, older, newer, iters)
+    return _refit_and_predict(start, older, newer, iters, factors_without)
 
 
 def _month(date: str) -> str:

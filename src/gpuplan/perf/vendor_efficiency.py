@@ -89,6 +89,27 @@ def load() -> dict:
     return json.loads(text)
 
 
+_override: contextvars.ContextVar[dict | None] = contextvars.ContextVar("vendor_factors", default=None)
+
+
+def current() -> dict:
+    """The factors estimates use now: the shipped file's, or those set by `using_factors`."""
+    doc = _override.get()
+    return load() if doc is None else doc
+
+
+@contextlib.contextmanager
+def using_factors(doc: dict) -> Iterator[None]:
+    """Estimates inside use `doc` (a document of scripts/fit_vendor_efficiency.py) instead of the shipped
+    factors: the serving validation's held-out refits use factors fitted without the held-out source's
+    vendor rows, so a table never helps predict itself through an architecture factor."""
+    tok = _override.set(doc)
+    try:
+        yield
+    finally:
+        _override.reset(tok)
+
+
 def arch_of(gpu_id: str, vendor: str = "") -> str:
     """Architecture id of a catalog GPU id, else 'unknown': the catalog's architecture table
     (catalog/data/architectures.json, the one that also decides what a GPU can run) first, then this
@@ -98,7 +119,7 @@ def arch_of(gpu_id: str, vendor: str = "") -> str:
     arch = catalog_arch(str(gpu_id))
     if arch != "unknown":
         return arch
-    table = load().get("gpu_arch", {})
+    table = current().get("gpu_arch", {})
     if gpu_id in table:
         return table[gpu_id]
     lowered = {k.lower(): v for k, v in table.items()}
@@ -113,7 +134,7 @@ def factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     arch = arch_of(gpu_id, vendor)
-    entry = load().get(regime, {}).get(arch)
+    entry = current().get(regime, {}).get(arch)
     if entry is None:
         f, lo, hi = UNKNOWN_PRIOR
         return VendorFactor(f, lo, hi, "prior", arch,
@@ -165,7 +186,7 @@ def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFacto
         # A GPU whose own rows (two or more) sit below its architecture's factor runs at its own:
         # MI300X at 0.70 where CDNA3 pools it with MI325X's 0.96. A higher figure for one chip from
         # one benchmark does not raise it: unknown means pessimistic.
-        own = load().get("by_gpu", {}).get(regime, {}).get(gpu_id)
+        own = current().get("by_gpu", {}).get(regime, {}).get(gpu_id)
         if own and own["factor"] < f.factor:
             scale = own["factor"] / f.factor
             f = VendorFactor(own["factor"], f.p10 * scale, f.p90 * scale, f.basis, f.arch,
