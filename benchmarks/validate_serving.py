@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
 import json
 import re
 import sys
@@ -56,14 +55,6 @@ def _table(ins: dict, loso: dict, first: str = "in-sample median") -> None:
             b = loso.get(reg, {}).get(fam)
             lo = f"{b['median_ape']:>10.1f}% {b['p90_ape']:>6.1f}%" if b else f"{'-':>11} {'-':>7}"
             print(f"{reg:<18} {fam:<10} {a['n']:>4}  {a['median_ape']:>15.1f}% {a['p90_ape']:>6.1f}%   {lo}")
-
-
-def _vendor_fit():
-    """scripts/fit_vendor_efficiency.py as a module (its held-out factor refits)."""
-    spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", ROOT / "scripts/fit_vendor_efficiency.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rows: {len(rows)} used from {len({r['source_id'] for r in rows})} sources; by regime: "
           + ", ".join(f"{g} {sum(r['regime'] == g for r in rows)}" for g in v.REGIMES))
     ins = v.errors(eff)
-    without = None if args.shipped_factors else _vendor_fit().factors_without
+    from validate_vendor_efficiency import fit_module  # this folder: scripts/fit_vendor_efficiency.py as a module
+
+    without = None if args.shipped_factors else fit_module().factors_without
     loso_list = [] if args.no_loso else v.leave_one_source_out(eff, iters=args.iters, by_family=args.by_family,
                                                                factors_without=without)
     if args.by_family:

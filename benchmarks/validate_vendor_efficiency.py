@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _fit_module():
+def fit_module():
+    """scripts/fit_vendor_efficiency.py as a module (benchmarks/validate_serving.py uses its held-out refits)."""
     spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", ROOT / "scripts/fit_vendor_efficiency.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -39,7 +40,7 @@ def _pct(x: float) -> str:
 
 
 def main(argv: list[str]) -> int:
-    fit = _fit_module()
+    fit = fit_module()
     rows = fit.load_runs()
     ctx = fit.Context(rows, fit.load_peaks(), fit.load_lowp())
     shipped = json.loads(fit.OUT_JSON.read_text(encoding="utf-8"))

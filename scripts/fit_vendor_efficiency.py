@@ -436,7 +436,8 @@ def refresh_model_ratios(path: Path = RUNS_CSV) -> None:
 # ------------------------------------------------------------------ held-out validation
 def _page(source: str) -> str:
     """A source cell's page: its first URL, without scheme, 'www.' or a trailing slash, lower-cased."""
-    url = (source or "").split()[0].lower() if (source or "").split() else ""
+    words = (source or "").split()
+    url = words[0].lower() if words else ""
     for prefix in ("https://", "http://", "www."):
         url = url.removeprefix(prefix)
     return url.rstrip("/")

@@ -1,6 +1,9 @@
 """Shared test setup: every test runs against the bundled catalog unless it opts into a store."""
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 
@@ -29,3 +32,13 @@ def cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def vendor_fit():
+    """scripts/fit_vendor_efficiency.py as a module (the architecture-factor fit and its held-out refits)."""
+    path = Path(__file__).resolve().parents[1] / "scripts/fit_vendor_efficiency.py"
+    spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

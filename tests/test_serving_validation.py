@@ -160,18 +160,7 @@ def test_leave_out_never_fits_on_the_held_out_group(monkeypatch, by_family):
         assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
 
 
-def _vendor_fit():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts/fit_vendor_efficiency.py"
-    spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monkeypatch):
+def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monkeypatch, vendor_fit):
     """Intel's Gaudi 3 table gave both serving rows and the Gaudi 3 architecture factor: held out, it must be
     predicted by a factor that never saw it (Gaudi 2's, as for a Gaudi 3 without rows), and a source that
     published no vendor row keeps the shipped factors."""
@@ -188,7 +177,7 @@ def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monk
     monkeypatch.setattr(v, "errors", fake_errors)
     shipped = {g: ve.applied_factor(g, "serving") for g in ("Gaudi3", "B200", "MI300X")}
     assert shipped["Gaudi3"].basis == "fitted"
-    v.leave_one_source_out(fitted_efficiency(), factors_without=_vendor_fit().factors_without)
+    v.leave_one_source_out(fitted_efficiency(), factors_without=vendor_fit.factors_without)
 
     g3 = seen[frozenset({"intel-gaudi3-perf-1.18"})]["Gaudi3"]
     assert g3.basis == "prior" and g3.factor == ve.factor("Gaudi2", "serving").factor != shipped["Gaudi3"].factor

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 import re
@@ -19,14 +18,6 @@ SHIPPED = ROOT / "src/gpuplan/perf/data/vendor-efficiency.json"
 
 
 @pytest.fixture(scope="module")
-def fit():
-    spec = importlib.util.spec_from_file_location("fit_vendor_efficiency", ROOT / "scripts/fit_vendor_efficiency.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
 def shipped():
     return json.loads(SHIPPED.read_text(encoding="utf-8"))
 
@@ -37,8 +28,8 @@ def rows():
         return list(csv.DictReader(f))
 
 
-def test_shipped_json_matches_a_refit_of_the_csv(fit, shipped):
-    fresh = fit.fit_all()
+def test_shipped_json_matches_a_refit_of_the_csv(vendor_fit, shipped):
+    fresh = vendor_fit.fit_all()
     assert json.dumps(fresh, indent=1) + "\n" == SHIPPED.read_text(encoding="utf-8"), \
         "vendor-efficiency.json is stale: run python scripts/fit_vendor_efficiency.py"
 
@@ -108,11 +99,11 @@ def test_used_serving_comparisons_carry_the_estimator_roof(rows):
             assert float(r["model_speed_ratio"]) > 0, f"{r['row_id']}: run --refresh-model-ratios"
 
 
-def test_the_serving_roof_column_is_fresh_and_holds_no_factor(fit, rows, monkeypatch):
+def test_the_serving_roof_column_is_fresh_and_holds_no_factor(vendor_fit, rows, monkeypatch):
     """model_speed_ratio is what the estimator explains of a row's speed ratio by itself. It must follow
     the serving estimator (a stale column fits factors to an estimator that no longer exists) and must
     not contain the factors fitted from it: with them inside, a refit returns the residual (~1.0)."""
-    fresh = fit.model_speed_ratios(rows)
+    fresh = vendor_fit.model_speed_ratios(rows)
     stored = {r["row_id"]: float(r["model_speed_ratio"]) for r in rows if r["model_speed_ratio"]}
     assert set(stored) <= set(fresh) and len(stored) >= 20
     stale = {k: (v, round(fresh[k], 4)) for k, v in stored.items() if abs(fresh[k] / v - 1) > 0.03}
@@ -125,7 +116,7 @@ def test_the_serving_roof_column_is_fresh_and_holds_no_factor(fit, rows, monkeyp
     assert ve.applied_factor("MI300X", "serving").factor == pytest.approx(real["serving"]["CDNA3"]["factor"] / 2)
     with ve.physics_only():
         assert ve.applied_factor("MI300X", "serving").factor == 1.0
-    assert fit.model_speed_ratios(rows) == fresh  # halving every factor leaves the column as it was
+    assert vendor_fit.model_speed_ratios(rows) == fresh  # halving every factor leaves the column as it was
 
 
 def test_cdna3_training_factor_is_the_median_of_its_rows(shipped, rows):

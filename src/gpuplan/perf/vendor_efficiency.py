@@ -166,6 +166,12 @@ def physics_only() -> Iterator[None]:
         _physics_only.reset(tok)
 
 
+def _at_one(f: VendorFactor, basis: str, note: str) -> VendorFactor:
+    """`f` moved to 1.0, its band scaled with it."""
+    scale = 1.0 / f.factor if f.factor > 0 else 1.0
+    return VendorFactor(1.0, f.p10 * scale, f.p90 * scale, basis, f.arch, note, f.n_rows)
+
+
 def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFactor:
     """The factor the estimator multiplies its efficiency by: the fitted factor, except 1.0 for the
     architectures the estimator's own fit was made on (their band is kept, centred on 1.0); times the
@@ -175,13 +181,9 @@ def applied_factor(gpu_id: str, regime: Regime, vendor: str = "") -> VendorFacto
 
     f = factor(gpu_id, regime, vendor)
     if _physics_only.get():
-        scale = 1.0 / f.factor if f.factor > 0 else 1.0
-        return VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "physics only", f.arch,
-                            "architecture factor off (vendor_efficiency.physics_only)", f.n_rows)
+        return _at_one(f, "physics only", "architecture factor off (vendor_efficiency.physics_only)")
     if f.arch in CURVE_ARCHITECTURES.get(regime, ()):
-        scale = 1.0 / f.factor if f.factor > 0 else 1.0
-        f = VendorFactor(1.0, f.p10 * scale, f.p90 * scale, "curve", f.arch,
-                         f"the estimator's {regime} fit is made on this architecture", f.n_rows)
+        f = _at_one(f, "curve", f"the estimator's {regime} fit is made on this architecture")
     else:
         # A GPU whose own rows (two or more) sit below its architecture's factor runs at its own:
         # MI300X at 0.70 where CDNA3 pools it with MI325X's 0.96. A higher figure for one chip from
