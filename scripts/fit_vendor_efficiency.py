@@ -96,7 +96,9 @@ ARCH_NOTES = {
     ("training", "Ada"): "one L40S row at 64 GPUs over PCIe: part of the gap is tensor-parallel traffic the estimator "
                          "also models",
     ("training", "CDNA2"): "MI250 rows are measured against A100 in MosaicML's stack and chained through the Ampere factor",
-    ("serving", "CDNA3"): "MI300X rows 0.64-0.67, MI325X 0.82 (both vLLM-ROCm or MangoBoost stacks vs TensorRT-LLM)",
+    ("serving", "CDNA3"): "MI300X rows 0.98-1.03, MI325X 1.09 (vLLM-ROCm or MangoBoost stacks vs TensorRT-LLM) once the "
+                          "compute roof holds their measured matmul realisation (MI300X 0.64, MI325X 0.75 of H100's, "
+                          "perf/data/achievable-matmul.csv); 0.64-0.67 and 0.82 without it",
     ("serving", "CDNA4"): "one MLPerf v5.1 open-division MXFP4 row",
     ("serving", "Blackwell"): "all Blackwell serving rows run FP4; the roof ratio already credits FP4 peaks",
 }

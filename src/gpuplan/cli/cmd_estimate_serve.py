@@ -118,6 +118,8 @@ def _print_serve(est) -> None:
     ]
     a = est.assumptions
     caption = (f"eta_bw {a['eta_bw']:.2f}, eta_c {a['eta_c']:.2f}, engine factor {a['engine_factor']:.2f}, "
+               f"architecture factor {a['architecture_factor']:.2f}, measured matmul realisation "
+               f"{a['matmul_realisation']:.2f} of H100's, "
                f"memory fraction {a['memory_fraction']} of {a['memory_fraction_of']}; --json for all assumptions")
     print_table([{"k": k, "v": v if isinstance(v, str) else fmt_value(v)} for k, v in rows],
                 [("k", ""), ("v", "")], title=title, caption=caption)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from gpuplan.errors import UsageError
 from gpuplan.perf import inference_memory as mem
+from gpuplan.perf.achievable_matmul import realisation
 from gpuplan.perf.calibration import calibration_entry
 from gpuplan.perf.engines import (Efficiency, Engine, all_engines, engine_factor, fitted_efficiency, interconnect,
                                    resolve_engine)
@@ -231,9 +232,12 @@ class _Replica:
         # 8/4-bit GEMMs reach a smaller share of their own (higher) peak; so do weight-only (mixed-input) GEMMs, which
         # dequantize their narrow weights to the 16-bit math inside the main loop.
         mixed_input = wf.compute == "bf16" and wf.bytes_per_param < 2.0
-        gemm_rate = gemm_peak * 1e12 * eff.eta_c * af * (
+        # Measured matmul realisation against Hopper's (perf/achievable_matmul.py): physics, so it holds under
+        # vendor_efficiency.physics_only() too.
+        self.gemm_realisation = realisation(gpu, wf.compute)
+        gemm_rate = gemm_peak * 1e12 * eff.eta_c * af * self.gemm_realisation.factor * (
             eff.lowp_gemm_ratio if gemm_peak > gpu.bf16_tflops or mixed_input else 1.0)
-        bf16_rate = gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af
+        bf16_rate = gpu.peak_tflops("bf16") * 1e12 * eff.eta_c * af * realisation(gpu, "bf16").factor
         dense_rate = bf16_rate if mem.dense_kept_16bit(shape, wf.bytes_per_param) else gemm_rate
         self.steps = StepModel(
             shape=shape, tp=tp, dp_attention=dp_attention, ep=ep, nvlink=gpu.nvlink_gbps > 0,
@@ -498,7 +502,8 @@ def estimate_serving(
     }
     assumptions = {
         "engine": eng.name, "engine_factor": engine_factor(eff, eng), "eta_bw": eff.eta_bw, "eta_c": eff.eta_c,
-        "architecture_factor": rep.arch_factor, "calibration": calibration_entry(g.id, "serving", g.vendor),
+        "architecture_factor": rep.arch_factor, "matmul_realisation": round(rep.gemm_realisation.factor, 3),
+        "matmul_realisation_note": rep.gemm_realisation.note, "calibration": calibration_entry(g.id, "serving", g.vendor),
         "allreduce_latency_us": eff.allreduce_latency_us, "step_overhead_ms": eff.step_overhead_ms,
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,

@@ -10,7 +10,9 @@ others, or a stated prior where no measurement was found. Every row and its sour
 data/vendor-runs.csv; scripts/fit_vendor_efficiency.py writes data/vendor-efficiency.json.
 
     training: multiplies the achieved-compute fraction eta (TrainingEfficiency.eta)
-    serving:  multiplies eta_c and eta_bw together (equivalently the engine factor)
+    serving:  multiplies eta_c and eta_bw together (equivalently the engine factor); the compute roof
+              also holds the device's measured matmul realisation (perf/achievable_matmul.py), so a
+              serving factor is what an architecture loses beyond its matmuls
 
 p10/p90 are multiplicative bounds from leave-one-source-out refits, at least +-15 %.
 An architecture nobody measured gets a pessimistic prior, never parity.

@@ -1,0 +1,79 @@
+"""Measured matmul realisation: the share of its spec peak each accelerator's matmuls reach, relative to H100 SXM.
+
+Spec sheets overstate some accelerators more than others. Large, well-shaped matmuls timed on the device
+(Maximum Achievable Matmul FLOPS, data/achievable-matmul.csv, with their sources) reach 80% of the spec on H100
+SXM in BF16 and 71% in FP8, but 95% on Gaudi 2, 70% on Gaudi 3 (its MME runs at 1600 MHz, not the white paper's
+1750), and 51% on MI300X. The serving estimator's compute efficiency (eta_c) was fitted mostly on Hopper rows,
+so a device's compute roof is scaled by its measured efficiency over H100's at the same precision: the
+realisation. It is a property of the hardware and its matmul library, measured once per device, not fitted to
+the serving rows; the architecture factors (vendor_efficiency) then carry only what matmuls do not explain.
+
+A precision not measured on a device takes its nearest measured one (FP4 and INT8 math: FP8, else BF16; MI300X
+FP8: BF16). A device nobody measured keeps 1.0 and its architecture factor, fitted or a pessimistic prior.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from gpuplan.errors import UsageError
+
+DATA_FILE = "achievable-matmul.csv"
+REFERENCE_GPU = "H100-SXM"
+# The measured precision that stands for each compute precision, nearest first.
+_STANDS_FOR: dict[str, tuple[str, ...]] = {
+    "bf16": ("bf16",), "fp16": ("bf16",), "int4": ("bf16",),
+    "fp8": ("fp8", "bf16"), "int8": ("fp8", "bf16"), "fp4": ("fp8", "bf16"),
+}
+
+
+@dataclass(frozen=True)
+class Realisation:
+    """A device's measured matmul efficiency relative to the reference's, for one compute precision."""
+
+    factor: float  # multiplies the compute roof; 1.0 where nothing is measured
+    measured_precision: str | None
+    mamf_tflops: float | None
+    note: str
+
+
+@lru_cache(maxsize=1)
+def measurements() -> dict[tuple[str, str], float]:
+    """(GPU id, precision) -> measured achievable matmul TFLOPS."""
+    text = resources.files("gpuplan.perf.data").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    out: dict[tuple[str, str], float] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        out[(row["gpu_id"], row["precision"])] = float(row["mamf_tflops"])
+    return out
+
+
+def _efficiency(gpu, precision: str) -> float | None:
+    """Measured TFLOPS over the catalog's spec peak for `precision`, or None."""
+    mamf = measurements().get((gpu.id, precision))
+    if mamf is None:
+        return None
+    try:
+        peak = gpu.peak_tflops(precision)
+    except UsageError:  # the catalog lists no such tensor cores: nothing to scale
+        return None
+    return mamf / peak if peak and peak > 0 else None
+
+
+def realisation(gpu, precision: str) -> Realisation:
+    """How much more (or less) of its spec peak `gpu` reaches in `precision` matmuls than H100 SXM does."""
+    from gpuplan.catalog.gpus import get_gpu
+
+    ref = get_gpu(REFERENCE_GPU)
+    for p in _STANDS_FOR.get(str(precision).lower(), ()):
+        own, theirs = _efficiency(gpu, p), _efficiency(ref, p)
+        if own is None or not theirs:
+            continue
+        f = own / theirs
+        mamf = measurements()[(gpu.id, p)]
+        return Realisation(f, p, mamf, f"{gpu.id} {p} matmuls measured at {mamf:g} TFLOPS, {own:.0%} of the spec "
+                                       f"peak, against {theirs:.0%} on {REFERENCE_GPU}: compute roof x{f:.2f}")
+    return Realisation(1.0, None, None, f"no matmul measurement for {gpu.id} in {precision}: spec peak at "
+                                         f"{REFERENCE_GPU}'s realisation (the architecture factor carries the rest)")
