@@ -62,13 +62,18 @@ def _efficiency(gpu, precision: str) -> float | None:
     return mamf / peak if peak and peak > 0 else None
 
 
-def realisation(gpu, precision: str) -> Realisation:
-    """How much more (or less) of its spec peak `gpu` reaches in `precision` matmuls than H100 SXM does."""
+@lru_cache(maxsize=8)
+def _reference_efficiency(precision: str) -> float | None:
+    """The reference device's measured share of its spec peak in `precision` (looked up once per precision)."""
     from gpuplan.catalog.gpus import get_gpu
 
-    ref = get_gpu(REFERENCE_GPU)
+    return _efficiency(get_gpu(REFERENCE_GPU), precision)
+
+
+def realisation(gpu, precision: str) -> Realisation:
+    """How much more (or less) of its spec peak `gpu` reaches in `precision` matmuls than H100 SXM does."""
     for p in _STANDS_FOR.get(str(precision).lower(), ()):
-        own, theirs = _efficiency(gpu, p), _efficiency(ref, p)
+        own, theirs = _efficiency(gpu, p), _reference_efficiency(p)
         if own is None or not theirs:
             continue
         f = own / theirs

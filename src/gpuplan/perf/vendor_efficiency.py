@@ -94,6 +94,16 @@ def load() -> dict:
 _override: contextvars.ContextVar[dict | None] = contextvars.ContextVar("vendor_factors", default=None)
 
 
+@contextlib.contextmanager
+def _scoped(var: contextvars.ContextVar, value) -> Iterator[None]:
+    """`var` set to `value` inside the block, restored after it."""
+    tok = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(tok)
+
+
 def current() -> dict:
     """The factors estimates use now: the shipped file's, or those set by `using_factors`."""
     doc = _override.get()
@@ -105,11 +115,8 @@ def using_factors(doc: dict) -> Iterator[None]:
     """Estimates inside use `doc` (a document of scripts/fit_vendor_efficiency.py) instead of the shipped
     factors: the serving validation's held-out refits use factors fitted without the held-out source's
     vendor rows, so a table never helps predict itself through an architecture factor."""
-    tok = _override.set(doc)
-    try:
+    with _scoped(_override, doc):
         yield
-    finally:
-        _override.reset(tok)
 
 
 def arch_of(gpu_id: str, vendor: str = "") -> str:
@@ -161,11 +168,8 @@ def physics_only() -> Iterator[None]:
     scripts/fit_vendor_efficiency.py needs for its model_speed_ratio column, the part of a measured
     speed ratio the estimator explains by itself. With the factors applied the ratio would already
     hold them, and a refit would return the residual (about 1.0) instead of the factor."""
-    tok = _physics_only.set(True)
-    try:
+    with _scoped(_physics_only, True):
         yield
-    finally:
-        _physics_only.reset(tok)
 
 
 def _at_one(f: VendorFactor, basis: str, note: str) -> VendorFactor:
