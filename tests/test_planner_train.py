@@ -34,6 +34,14 @@ def test_main_job_ranks_offers_from_at_least_seven_providers(baseline):
     assert len({p.provider for p in baseline.plans}) >= 7
 
 
+def test_a_plans_hours_reconcile_with_its_stated_throughput_and_goodput(baseline):
+    """A reader dividing the tokens by tokens_per_s gets the steady state only after the whole-run goodput."""
+    for p in baseline.plans[:5]:
+        a = p.assumptions
+        assert 0.5 < a["goodput"] < 1.0
+        assert a["steady_state_hours"] == pytest.approx(1e12 / a["tokens_per_s"] / a["goodput"] / 3600, rel=0.02)
+
+
 def test_stale_prices_are_not_ranked_unless_asked_for(catalog, baseline):
     """A price older than the stale threshold is not a price one can book at: by default it is a
     rejection with its reason; --max-price-age-days ranks it again."""

@@ -769,8 +769,10 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, 
         risk=risk, risk_notes=notes, warnings=r["storage_notes"],
         price_age_days=o.age_days(), stale=o.is_stale(), confidence=o.confidence, offer=as_offer(o),
         assumptions={
-            # wall = (steady state + start) x the failure factor (wall_over_steady)
+            # wall = (steady state + start) x the failure factor (wall_over_steady); the steady state is the tokens at
+            # tokens_per_s divided by the whole-run goodput (evaluations, restarts, stalls: fitted on published runs)
             "steady_state_hours": float(grid.wall_hours[i, k]), "start_hours": r["useful_h"] - float(grid.wall_hours[i, k]),
+            "goodput": float(grid.goodput[i, k]),
             "mfu": float(grid.mfu[i, k]), "tokens_per_s": float(grid.tokens_per_s[i, k]),
             "step_time_s": float(grid.step_time_s[i, k]), "memory_per_gpu_gb": float(grid.memory_per_gpu_gb[i, k]),
             "job_mtbf_hours": r["mtbf_h"], "checkpoint_write_s": r["delta_h"] * 3600, "restart_hours": r["restart_h"],
