@@ -65,7 +65,7 @@ SPEED_METRICS = ("samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu", "time_
 MFU_METRICS = ("mfu", "tflops_per_gpu")
 
 # Where no row exists: a stated prior (factor, p10, p90, reasoning), or a sibling's fitted value
-# with a widened band ("from", sibling, widen, reasoning). Never 1.0.
+# with a widened band ("from", sibling, widen, reasoning), capped at the reference's 1.0. Never 1.0 as a stated prior.
 PRIORS = {
     "training": {
         "Turing": (0.45, 0.30, 0.65, "prior: T4 has FP16 tensor cores only (no BF16), 16 GB at 0.32 TB/s, no FlashAttention-2 "
@@ -82,8 +82,8 @@ PRIORS = {
         "Turing": (0.50, 0.30, 0.75, "prior: T4 serves FP16/INT8 only from 16 GB at 0.32 TB/s; no public LLM serving pair found"),
         "CDNA2": (0.50, 0.30, 0.80, "prior: MI250X has no FP8, shows as two devices (GCDs), and vLLM's ROCm kernels target "
                   "CDNA3 first; no public serving pair found (training CDNA2 rows are MosaicML's)"),
-        "Gaudi3": ("from", "Gaudi2", 1.6, "prior: no Gaudi 3 serving pair; Gaudi 2's fitted value with the band widened "
-                   "x/÷1.6 (as for training)"),
+        "Gaudi3": ("from", "Gaudi2", 1.6, "prior: no Gaudi 3 serving pair; Gaudi 2's fitted value (at most 1.0) with the "
+                   "band widened x/÷1.6 (as for training)"),
         "TPU": (0.70, 0.40, 0.95, "prior: no TPU-vs-Hopper serving pair on the same workload found in the corpora; set near "
                 "the fitted TPU training value"),
     },
@@ -235,7 +235,9 @@ def prior_value(regime: str, arch: str, factors: dict) -> tuple[float, float, fl
         return 0.6, 0.3, 0.9, "prior: no row and no specific prior; pessimistic default"
     if spec[0] == "from":
         _, sibling, widen, note = spec
-        base = factors.get(sibling, 0.6)
+        # Never above the reference's 1.0: a device nobody measured is not credited with beating Hopper because its
+        # sibling does (Gaudi 2's serving rows sit at 1.04 once its matmul realisation and TP links are known).
+        base = min(factors.get(sibling, 0.6), 1.0)
         return base, base / widen, base * widen, note
     return spec
 

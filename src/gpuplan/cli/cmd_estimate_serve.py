@@ -125,7 +125,7 @@ def _print_serve(est) -> None:
                 [("k", ""), ("v", "")], title=title, caption=caption)
     if native and est.precision not in ("bf16", "fp16"):  # a quantized default is said; 16-bit goes without saying
         typer.echo(f"note: weights {est.precision}: {a['precision_basis']}", err=True)
-    for key in ("weight_dequantized", "weight_w4a8"):
+    for key in ("weight_dequantized", "weight_w4a8", "scaleup_link"):
         if a.get(key):
             typer.echo(f"note: {a[key]}", err=True)
     for w in est.warnings:

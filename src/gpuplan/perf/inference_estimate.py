@@ -29,6 +29,8 @@ from gpuplan.perf.engines import (Efficiency, Engine, all_engines, engine_factor
 from gpuplan.perf.inference_precision import (KV_BYTES, WeightFormat, check_gpu_runs, kv_format, serving_weight_format,
                                               weight_format)
 from gpuplan.perf.inference_timing import ACT_BYTES, StepModel
+from gpuplan.perf.scaleup import describe as describe_scaleup
+from gpuplan.perf.scaleup import group_share
 from gpuplan.perf.training_time import nvlink_domain
 
 MAX_TOKENS = 10_000_000  # longest prompt or output accepted (10M tokens)
@@ -214,7 +216,8 @@ class _Replica:
 
         ic = interconnect()
         if gpu.nvlink_gbps > 0:
-            link = gpu.nvlink_gbps / 2 * 1e9
+            # On a point-to-point mesh (MI300X, Gaudi) the replica's collectives use only the links among its GPUs.
+            link = gpu.nvlink_gbps / 2 * 1e9 * group_share(gpu, tp)
             lat = eff.allreduce_latency_us * 1e-6
         else:
             gen5 = "gen5" in gpu.form_factor.lower()
@@ -505,6 +508,7 @@ def estimate_serving(
         "architecture_factor": rep.arch_factor, "matmul_realisation": round(rep.gemm_realisation.factor, 3),
         "matmul_realisation_note": rep.gemm_realisation.note, "calibration": calibration_entry(g.id, "serving", g.vendor),
         "allreduce_latency_us": eff.allreduce_latency_us, "step_overhead_ms": eff.step_overhead_ms,
+        "scaleup_link": describe_scaleup(g, tp) if tp > 1 else None,
         "lowp_gemm_ratio": eff.lowp_gemm_ratio,
         "efficiency_source": eff.source, "weight_precision": wf.key, "weight_format": wf.note,
         "bytes_per_param": wf.bytes_per_param, "gemm_math": wf.compute, "kv_precision": kv,

@@ -22,6 +22,7 @@ from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import calibration_entry, token as calibration_token
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
 from gpuplan.perf.layout_search import LAYOUT_KEYS, REASONS, LayoutFixed, search_layouts, validate_fixed
+from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
@@ -533,7 +534,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "framework_attention_ratio": attn_stack,
         "fabric": {"inter_node_gbps_per_gpu": inter / eff.inter_node_efficiency * 8 / 1e9,
                    "gpus_per_node": gpn, "nvlink_gbps": g.nvlink_gbps,
-                   "nvlink_domain": int(feats.scaleup_domain[0])},
+                   "nvlink_domain": int(feats.scaleup_domain[0]),
+                   "scaleup_link": describe_scaleup(g, int(lay["tp"][i])) if int(lay["tp"][i]) > 1 else None},
         "framework_overhead_gib": float(mem["overhead"][i]) / GIB,
         "params": spec.total_params(),
         "active_params": spec.active_params(),

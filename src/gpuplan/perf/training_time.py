@@ -39,6 +39,7 @@ import numpy as np
 
 from gpuplan.catalog.records import Gpu
 from gpuplan.perf.efficiency import TrainingEfficiency
+from gpuplan.perf.scaleup import box_share, mesh
 from gpuplan.perf.training_flops import (forward_flops_per_token, hardware_flops_per_token,
                                          model_flops_per_token)
 from gpuplan.perf.training_memory import OPTIMIZER_BYTES, recompute_fraction
@@ -85,6 +86,10 @@ class GpuFeatures:
     # 1 on data-centre Hopper and Blackwell: the fastest attention kernels (cuDNN, FlashAttention-3/4) use instructions
     # FlashAttention-2, PyTorch SDPA's flash backend, lacks; a PyTorch-native stack keeps `pytorch_attn_ratio` of them
     fa2_gap: np.ndarray | float = 0.0
+    # Point-to-point scale-up meshes (MI300X, Gaudi; perf/scaleup.py): bytes/s per direction of the one link to each
+    # peer. A collective over g GPUs of the node moves over g - 1 of them, a point-to-point transfer over one.
+    # inf on switched (NVSwitch) GPUs: any group gets scaleup_bytes_s.
+    scaleup_peer_bytes_s: np.ndarray | float = np.inf
 
 
 def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
@@ -146,8 +151,8 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
         peak_flops=peak * 1e12, peak_tflops=peak,
         mem_bw_tbps=np.array([g.mem_bw_tbps for g in gpus], dtype=np.float64),
         memory_bytes=np.array([g.memory_bytes for g in gpus], dtype=np.float64),
-        scaleup_bytes_s=np.array([g.nvlink_gbps / 2 * 1e9 * eff.scaleup_efficiency if g.nvlink_gbps > 0
-                                  else eff.pcie_gbs * 1e9 for g in gpus], dtype=np.float64),
+        scaleup_bytes_s=np.array([g.nvlink_gbps / 2 * 1e9 * eff.scaleup_efficiency * box_share(g)
+                                  if g.nvlink_gbps > 0 else eff.pcie_gbs * 1e9 for g in gpus], dtype=np.float64),
         scaleup_domain=np.array([nvlink_domain(g, int(n)) for g, n in zip(gpus, gpn)], dtype=np.float64),
         pcie_bytes_s=np.full(len(gpus), eff.pcie_gbs * 1e9),
         arch_factor=arch_factors(gpus),
@@ -155,19 +160,24 @@ def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEf
                              for g in gpus], dtype=np.float64) / np.maximum(peak, 1e-9),
         blackwell=blackwell_flags(gpus),
         fa2_gap=fa2_gap_flags(gpus),
+        scaleup_peer_bytes_s=np.array([m.peer_bytes_s * eff.scaleup_efficiency
+                                       if (m := mesh(g.id)) and g.nvlink_gbps > 0 else np.inf for g in gpus],
+                                      dtype=np.float64),
     )
 
 
-def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, lat_out):
+def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, lat_out, peer=np.inf, p2p=False):
     """Bandwidth (bytes/s) and latency (s) of a collective over `group` ranks laid out `span` apart.
 
-    Inside the NVLink domain: NVLink. Inside the node but beyond NVLink: PCIe. Beyond the node:
+    Inside the NVLink domain: NVLink; on a point-to-point mesh only the links among the group's GPUs (group - 1
+    of them, one for a point-to-point transfer, `p2p`). Inside the node but beyond NVLink: PCIe. Beyond the node:
     the per-GPU inter-node fabric (never faster than PCIe on PCIe-only nodes? it is its own NIC).
     """
     extent = group * span
     in_domain = extent <= feats_domain
     in_node = extent <= gpn
-    bw = np.where(in_domain, feats_scaleup, np.where(in_node, pcie, inter))
+    links = 1.0 if p2p else np.maximum(group - 1.0, 1.0)
+    bw = np.where(in_domain, np.minimum(feats_scaleup, peer * links), np.where(in_node, pcie, inter))
     bw = np.where(group <= 1, np.inf, bw)
     lat = np.where(in_node | in_domain, lat_in, lat_out)  # an NVL72 rack is one NVLink hop across its trays
     return bw, lat
@@ -273,8 +283,9 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     bubble = np.where(p > 1, (p - 1) / v * t_mb, 0.0)
 
     lat_in, lat_out = eff.collective_latency_us * 1e-6, eff.inter_node_latency_us * 1e-6
-    link = lambda group, span: _link(group, span, feats.scaleup_bytes_s, feats.scaleup_domain,  # noqa: E731
-                                     feats.pcie_bytes_s, inter, gpn, lat_in, lat_out)
+    peer = feats.scaleup_peer_bytes_s
+    link = lambda group, span, p2p=False: _link(group, span, feats.scaleup_bytes_s, feats.scaleup_domain,  # noqa: E731
+                                                feats.pcie_bytes_s, inter, gpn, lat_in, lat_out, peer, p2p)
     # Tensor parallel: ranks adjacent.
     act_bytes = tokens_mb / c * h * 2.0
     bw_tp, lat_tp = link(t, 1.0)
@@ -284,7 +295,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # Context parallel: K/V blocks around a ring of c ranks placed after TP.
     # Each TP rank holds its share of the KV heads (at least one: GQA replicates them beyond).
     kv_bytes = 2.0 * b * (s / c) * np.maximum(shape.n_kv_heads / t, 1.0) * shape.qk_head_dim * 2.0
-    bw_cp, lat_cp = link(c, t)
+    bw_cp, lat_cp = link(c, t, p2p=True)
     # Each of the c-1 ring steps sends the next K/V block while attention runs on the current one:
     # the step costs max(transfer, attention on one block); `cp_exposed` of the transfer never hides
     # (copy engines contend with the kernels, the ring synchronises every step). Backward sends
@@ -306,7 +317,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     moe_layers = lps * shape.n_moe_layers / L
     # Peers reached over NVLink: the node's, or the whole NVLink domain where it spans nodes (NVL72).
     e_local = np.clip(np.floor(np.maximum(gpn, feats.scaleup_domain) / (t * c)), 1.0, e)
-    nvl = np.where(e_local * t * c <= feats.scaleup_domain, feats.scaleup_bytes_s, feats.pcie_bytes_s)
+    nvl = np.where(e_local * t * c <= feats.scaleup_domain,
+                   np.minimum(feats.scaleup_bytes_s, peer * np.maximum(e_local - 1.0, 1.0)), feats.pcie_bytes_s)
     # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
     a2a_bytes = act_bytes * shape.top_k / t
     a2a = np.maximum(a2a_bytes * (e_local - 1) / e / nvl, a2a_bytes * (e - e_local) / e / inter)
@@ -317,7 +329,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     ep_mb = moe_layers * 2.0 * ep_one
     ep = np.where(e > 1, m * np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), 0.0)
     # Pipeline point-to-point, scatter-gather over t.
-    bw_pp, lat_pp = link(p, t * c * d)
+    bw_pp, lat_pp = link(p, t * c * d, p2p=True)
     bw_pp = np.minimum(bw_pp, np.where((t * c * d >= gpn) & (t * c * d * p > feats.scaleup_domain), inter, bw_pp))
     pp_one = act_bytes / t / bw_pp + lat_pp
     pp = np.where(p > 1, 2.0 * m * v * pp_one, 0.0)
@@ -352,8 +364,11 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     def group_s_per_byte(ranks, stride):
         """Seconds per byte of one rank's share in a ring all-reduce half (reduce-scatter or all-gather)."""
         members = np.clip(np.floor(local / stride), 1.0, np.maximum(ranks, 1.0))
-        bw = np.where(n_world <= feats.scaleup_domain, feats.scaleup_bytes_s,
-                      np.where(n_world > gpn, np.minimum(intra_bw, inter * members), feats.pcie_bytes_s))
+        # On a mesh, the members inside the node reach each other over the members - 1 links among them.
+        meshed = np.minimum(feats.scaleup_bytes_s, peer * np.maximum(members - 1.0, 1.0))
+        node_bw = np.where(feats.scaleup_domain >= gpn, np.minimum(intra_bw, meshed), intra_bw)
+        bw = np.where(n_world <= feats.scaleup_domain, meshed,
+                      np.where(n_world > gpn, np.minimum(node_bw, inter * members), feats.pcie_bytes_s))
         return np.where(ranks > 1, (ranks - 1) / np.maximum(ranks, 1.0), 0.0) / bw
 
     spb = group_s_per_byte(n_dp, t)
