@@ -74,13 +74,17 @@ def test_serving_assumptions_state_the_link_a_replica_uses():
     assert e.assumptions["scaleup_link"] is None
 
 
-def _tp_training_step(gpu: str, tp: int) -> float:
+def _train_8b(gpu: str, tp: int, **layout):
+    """Llama 3.1 8B on 8 GPUs of `gpu` at tensor parallel `tp`, one pipeline stage."""
     from gpuplan.perf.training_estimate import estimate_training
     from gpuplan.perf.workload import TrainingWorkload
 
     wl = TrainingWorkload(tokens=1e9, seq_len=4096, global_batch=64)
-    e = estimate_training("llama-3.1-8b", wl, gpu, n_gpus=8, tp=tp, pp=1, micro_batch=1, zero=1)
-    return e.step_time_s
+    return estimate_training("llama-3.1-8b", wl, gpu, n_gpus=8, tp=tp, pp=1, **layout)
+
+
+def _tp_training_step(gpu: str, tp: int) -> float:
+    return _train_8b(gpu, tp, micro_batch=1, zero=1).step_time_s
 
 
 def test_training_tensor_parallel_on_a_mesh_costs_more_than_on_a_switch(no_meshes, monkeypatch):
@@ -90,11 +94,5 @@ def test_training_tensor_parallel_on_a_mesh_costs_more_than_on_a_switch(no_meshe
 
 
 def test_a_training_estimate_states_the_link_its_tensor_parallel_group_uses():
-    from gpuplan.perf.training_estimate import estimate_training
-    from gpuplan.perf.workload import TrainingWorkload
-
-    wl = TrainingWorkload(tokens=1e9, seq_len=4096, global_batch=64)
-    fabric = estimate_training("llama-3.1-8b", wl, "MI300X", n_gpus=8, tp=2, pp=1).assumptions["fabric"]
-    assert "64 GB/s per direction" in fabric["scaleup_link"]
-    fabric = estimate_training("llama-3.1-8b", wl, "H100", n_gpus=8, tp=2, pp=1).assumptions["fabric"]
-    assert fabric["scaleup_link"] is None
+    assert "64 GB/s per direction" in _train_8b("MI300X", 2).assumptions["fabric"]["scaleup_link"]
+    assert _train_8b("H100", 2).assumptions["fabric"]["scaleup_link"] is None

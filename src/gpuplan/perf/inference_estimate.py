@@ -29,8 +29,7 @@ from gpuplan.perf.engines import (Efficiency, Engine, all_engines, engine_factor
 from gpuplan.perf.inference_precision import (KV_BYTES, WeightFormat, check_gpu_runs, kv_format, serving_weight_format,
                                               weight_format)
 from gpuplan.perf.inference_timing import ACT_BYTES, StepModel
-from gpuplan.perf.scaleup import describe as describe_scaleup
-from gpuplan.perf.scaleup import group_share
+from gpuplan.perf.scaleup import describe as describe_scaleup, group_share
 from gpuplan.perf.training_time import nvlink_domain
 
 MAX_TOKENS = 10_000_000  # longest prompt or output accepted (10M tokens)

@@ -48,6 +48,11 @@ def mesh(gpu_id: str) -> Mesh | None:
     return meshes().get(gpu_id)
 
 
+def _links(m: Mesh, group: int) -> int:
+    """Mesh links a collective over `group` GPUs of the box uses: group - 1, at least one, at most all of them."""
+    return min(max(int(group) - 1, 1), m.peers)
+
+
 def group_share(gpu, group: int) -> float:
     """Share of the GPU's whole scale-up bandwidth (per direction, as the catalog states it) that a collective
     over `group` GPUs of its node can use: 1.0 on a switch; (group - 1) of the mesh's links otherwise, and never
@@ -58,8 +63,7 @@ def group_share(gpu, group: int) -> float:
     full = gpu.nvlink_gbps / 2 * 1e9
     if full <= 0:
         return 1.0
-    links = min(max(int(group) - 1, 1), m.peers)
-    return min(1.0, links * m.peer_bytes_s / full, m.scaleup_bytes_s / full)
+    return min(1.0, _links(m, group) * m.peer_bytes_s / full, m.scaleup_bytes_s / full)
 
 
 def box_share(gpu) -> float:
@@ -73,7 +77,7 @@ def describe(gpu, group: int) -> str | None:
     m = mesh(gpu.id)
     if m is None:
         return None
-    links = min(max(int(group) - 1, 1), m.peers)
+    links = _links(m, group)
     return (f"{gpu.id} scale-up is a point-to-point mesh, not a switch: collectives over {group} GPUs move over "
             f"{links} of its {m.peers} peer links, {links * m.peer_bytes_s / 1e9:g} GB/s per direction "
             f"({m.peer_bytes_s / 1e9:g} each; {m.scaleup_bytes_s / 1e9:g} over all {m.peers})")

@@ -366,7 +366,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         members = np.clip(np.floor(local / stride), 1.0, np.maximum(ranks, 1.0))
         # On a mesh, the members inside the node reach each other over the members - 1 links among them.
         meshed = np.minimum(feats.scaleup_bytes_s, peer * np.maximum(members - 1.0, 1.0))
-        node_bw = np.where(feats.scaleup_domain >= gpn, np.minimum(intra_bw, meshed), intra_bw)
+        node_bw = np.where(feats.scaleup_domain >= gpn, meshed, intra_bw)  # intra_bw is scaleup_bytes_s there
         bw = np.where(n_world <= feats.scaleup_domain, meshed,
                       np.where(n_world > gpn, np.minimum(node_bw, inter * members), feats.pcie_bytes_s))
         return np.where(ranks > 1, (ranks - 1) / np.maximum(ranks, 1.0), 0.0) / bw
