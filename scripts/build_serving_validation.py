@@ -33,6 +33,25 @@ COLUMNS = [
 # Sources benchmarked with `vllm bench serve` against `vllm serve` (their TTFT includes the server's front end).
 SERVED_SOURCES = {"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100"}
 
+# trtllm-bench's offline runs. Every version of NVIDIA's performance overview prepares each ISL/OSL dataset with a
+# stated request count (its "$num_requests" table, `prepare_dataset.py --num-requests`), all queued at once: a run with
+# fewer requests than fit at once never fills the engine, and one a little over ends in a partial wave. The v1.2 page
+# lists 1024/1024 (3000) but not the 1000/1000 of its own tables: those take the 3000 every earlier page gives 1000/1000.
+TRTLLM_BENCH_SOURCES = {"trtllm-perf-v0.14", "trtllm-perf-v0.17", "trtllm-perf-v1.0", "trtllm-perf-v1.2"}
+TRTLLM_BENCH_REQUESTS = {
+    (128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000, (2048, 2048): 1500,
+    (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000, (1024, 1024): 3000,
+    (8192, 1024): 1500, (1024, 8192): 1500, (32768, 1024): 1000, (1024, 32768): 1000,
+}
+
+
+def bench_requests(row: dict) -> str:
+    """The request count of a trtllm-bench offline row (TRTLLM_BENCH_REQUESTS), '' for any other row."""
+    if row["source_id"] in TRTLLM_BENCH_SOURCES and row["scenario"] == "max_throughput" and not row["concurrency"]:
+        return str(TRTLLM_BENCH_REQUESTS[(int(row["input_len"]), int(row["output_len"]))])
+    return row.get("num_prompts", "")
+
+
 # MLPerf llama2-70b (OpenOrca subset): the rows give output length but not input length.
 MLPERF_ISL = 684
 MLPERF_ISL_NOTE = ("mean input length not in the source row; assumed 684 tokens for the MLPerf OpenOrca "
@@ -400,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in out:
         # Timed through a serving front end: an SLO scenario, or a source benchmarked against its HTTP server.
         r["served"] = "yes" if r["scenario"] == "server_slo" or r["source_id"] in SERVED_SOURCES else ""
+        r["num_prompts"] = bench_requests(r)
         r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
                                       int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -32,14 +32,16 @@ OUT = ROOT / "src/gpuplan/perf/data/inference-efficiency.json"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gpuplan.perf import inference_validation as v
+    from gpuplan.perf.engines import _UNFITTED, Efficiency, fitted_efficiency
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=300, help="Nelder-Mead iterations per pass")
-    ap.add_argument("--restarts", type=int, default=4, help="further passes from the best point (stop when one gains < 0.1%%)")
+    ap.add_argument("--iters", type=int, default=v.FIT_ITERS, help="Nelder-Mead iterations per pass")
+    ap.add_argument("--restarts", type=int, default=v.FIT_RESTARTS,
+                    help="further passes from the best point (stop when one gains < 0.1%%)")
     ap.add_argument("--rows-only", action="store_true",
                     help="keep the stored parameters and source; recompute the stored in-sample errors")
     args = ap.parse_args(argv)
-    from gpuplan.perf import inference_validation as v
-    from gpuplan.perf.engines import _UNFITTED, Efficiency, fitted_efficiency
 
     if args.rows_only:
         eff = fitted_efficiency()

@@ -45,7 +45,7 @@ def test_serve_not_fit_exit_1_with_message(cli):
     (["--input-len", "nan"], "input"),
     (["--output-len", "1e30"], "output_len"),
     (["--concurrency", "0"], "concurrency"),
-    (["--requests", "100"], "requests needs concurrency"),
+    (["--requests", "-1"], "requests must be"),
     (["--concurrency", "8", "--requests", "0"], "requests must be"),
     (["--engine", "foo"], "unknown engine"),
     (["--precision", "fp7"], "unknown precision"),

@@ -581,9 +581,35 @@ def test_a_benchmark_first_wave_queues_its_prompts_for_the_token_budget(models):
     assert long.ttft_ms == pytest.approx(steady.ttft_ms + (short.ttft_ms - steady.ttft_ms) / 100, rel=1e-6)
     assert short.tpot_ms == steady.tpot_ms and short.output_tokens_per_s == steady.output_tokens_per_s
     assert "first wave of 64" in short.assumptions["ttft"]
-    # One request at a time has no wave; a count without clients is refused.
+    # One request at a time has no wave.
     one = dict(kw, concurrency=1)
     assert estimate_serving(models["llama-3.1-8b"], "H100", requests=10, **one).ttft_ms == pytest.approx(
         estimate_serving(models["llama-3.1-8b"], "H100", **one).ttft_ms, rel=1e-9)
-    with pytest.raises(UsageError, match="requests needs concurrency"):
-        estimate_serving(models["llama-3.1-8b"], "H100", precision="bf16", requests=10)
+
+
+def test_an_offline_benchmark_runs_its_requests_in_waves(models):
+    """`trtllm-bench throughput` queues its dataset's N requests at once (NVIDIA's tables: 3000 of 1000/1000). The
+    engine runs as many as fit, never more than there are: N below the capacity is one wave at N, N a little over it
+    ends in a partial wave at a small batch, and many waves approach the steady state. DeepSeek-V3 on 8 H200 with
+    attention DP holds about 4,700 such requests, so the 3000 of NVIDIA's run were all of its batch."""
+    kw = dict(precision="fp8", input_len=1000, output_len=1000, engine="trtllm")
+    steady = estimate_serving(models["llama-3.1-8b"], "H100", **kw)
+    cap = int(steady.max_concurrency)
+    assert steady.limited_by == "kv_cache" and cap > 100
+    small = estimate_serving(models["llama-3.1-8b"], "H100", requests=cap // 4, **kw)
+    assert small.running_concurrency == cap // 4 and small.limited_by == "requests"
+    assert small.output_tokens_per_s < steady.output_tokens_per_s
+    over = estimate_serving(models["llama-3.1-8b"], "H100", requests=cap + cap // 10, **kw)
+    exact = estimate_serving(models["llama-3.1-8b"], "H100", requests=2 * cap, **kw)
+    many = estimate_serving(models["llama-3.1-8b"], "H100", requests=50 * cap, **kw)
+    assert over.output_tokens_per_s < exact.output_tokens_per_s  # the partial second wave runs at a tenth of the batch
+    assert exact.output_tokens_per_s <= many.output_tokens_per_s * 1.001
+    assert many.output_tokens_per_s == pytest.approx(steady.output_tokens_per_s, rel=0.01)
+    assert small.ttft_ms < exact.ttft_ms < many.ttft_ms  # each wave waits for the ones before it
+    assert "offline: 3,000 requests" in estimate_serving(models["llama-3.1-8b"], "H100", requests=3000,
+                                                         **kw).assumptions["ttft"]
+    ds = dict(kw, n_gpus=8, dp_attention=True)
+    ds_steady = estimate_serving(models["deepseek-v3"], "H200", **ds)
+    ds_run = estimate_serving(models["deepseek-v3"], "H200", requests=3000, **ds)
+    assert ds_steady.max_concurrency > 3000 and ds_run.running_concurrency == 3000
+    assert ds_run.output_tokens_per_s < ds_steady.output_tokens_per_s

@@ -142,7 +142,7 @@ def test_parameters_are_few_and_physical():
 def test_leave_out_never_fits_on_the_held_out_group(monkeypatch, by_family):
     seen = []
 
-    def fake_fit(rows, start=None, iters=0, restart=True):
+    def fake_fit(rows, start=None, iters=0, restarts=0):
         seen.append({r["source_id"] for r in rows})
         return start
 
@@ -161,6 +161,46 @@ def test_leave_out_never_fits_on_the_held_out_group(monkeypatch, by_family):
         assert v.source_family("trtllm-perf-v1.0") == v.source_family("trtllm-perf-v1.2")
 
 
+def test_held_out_refits_run_the_shipped_fits_converged_search(monkeypatch):
+    """A held-out refit that stops short scores its search, not the estimator: 100 steps without restarts left
+    inferencex-870's fold 12 % above its converged loss and moved its held-out median by 5 points. Every fold, and the
+    forward check, runs the shipped fit's own search (FIT_ITERS steps and FIT_RESTARTS restarts) unless told."""
+    import inspect
+
+    seen = []
+
+    def fake_fit(rows, start=None, iters=0, restarts=0):
+        seen.append((iters, restarts))
+        return start
+
+    for fn in (v.fit, v.leave_one_source_out, v.forward_in_time):
+        params = inspect.signature(fn).parameters
+        assert (params["iters"].default, params["restarts"].default) == (v.FIT_ITERS, v.FIT_RESTARTS) == (300, 4)
+    monkeypatch.setattr(v, "fit", fake_fit)
+    monkeypatch.setattr(v, "errors", lambda eff, rows: [])
+    v.leave_one_source_out(fitted_efficiency())
+    v.forward_in_time(fitted_efficiency(), "2025-09")
+    v.leave_one_source_out(fitted_efficiency(), iters=7, restarts=0)
+    n = len({r["source_id"] for r in v.usable_rows()})
+    assert seen == [(300, 4)] * (n + 1) + [(7, 0)] * n
+
+
+def test_held_out_refits_in_parallel_give_the_serial_answer(monkeypatch, vendor_fit):
+    """--jobs runs the folds in worker processes: the same rows, in the same order, with the same errors, and each
+    fold under its own architecture factors (Intel's Gaudi 3 table held out: Gaudi 3 at its prior, not its fit)."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(v, "fit", lambda rows, start=None, iters=0, restarts=0:
+                        replace(start, eta_bw=start.eta_bw * (1 - len(rows) / 10_000)))
+    serial = v.leave_one_source_out(fitted_efficiency(), factors_without=vendor_fit.factors_without)
+    parallel = v.leave_one_source_out(fitted_efficiency(), factors_without=vendor_fit.factors_without, jobs=2)
+    key = lambda errs: [(e["row_id"], e["metric"], e["predicted"]) for e in errs]  # noqa: E731
+    assert len(serial) == len(v.comparisons(v.usable_rows())) and key(parallel) == key(serial)
+    plain = {(e["row_id"], e["metric"]): e for e in v.leave_one_source_out(fitted_efficiency(), jobs=2)}
+    moved = {e["source_id"] for e in parallel if e["predicted"] != plain[(e["row_id"], e["metric"])]["predicted"]}
+    assert "intel-gaudi3-perf-1.18" in moved and "inferencex-828" not in moved
+
+
 def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monkeypatch, vendor_fit):
     """Intel's Gaudi 3 table gave both serving rows and the Gaudi 3 architecture factor: held out, it must be
     predicted by a factor that never saw it (Gaudi 2's, at most 1.0, as for a Gaudi 3 without rows), and a source that
@@ -174,7 +214,7 @@ def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monk
         seen[frozenset(sids)] = {g: ve.applied_factor(g, "serving") for g in ("Gaudi3", "B200", "MI300X")}
         return [{"source_id": r["source_id"]} for r in rows]
 
-    monkeypatch.setattr(v, "fit", lambda rows, start=None, iters=0, restart=True: start)
+    monkeypatch.setattr(v, "fit", lambda rows, start=None, iters=0, restarts=0: start)
     monkeypatch.setattr(v, "errors", fake_errors)
     shipped = {g: ve.applied_factor(g, "serving") for g in ("Gaudi3", "B200", "MI300X")}
     assert shipped["Gaudi3"].basis == "fitted"
@@ -193,7 +233,7 @@ def test_held_out_refits_use_factors_fitted_without_the_sources_vendor_rows(monk
 def test_forward_in_time_fits_on_older_sources_only(monkeypatch):
     seen = []
 
-    def fake_fit(rows, start=None, iters=0, restart=True):
+    def fake_fit(rows, start=None, iters=0, restarts=0):
         seen.append(rows)
         return start
 
@@ -230,7 +270,7 @@ def test_a_fit_holds_what_its_rows_cannot_inform():
     assert v._unfitted_for(eff, {"f_vllm"}).engine_factor["vllm"] == 1.0
     gaudi = [r for r in rows if r["engine"] == "optimum-habana"][:3]
     assert {"f_vllm", "frontend_ms"} <= v.unidentified(gaudi)
-    refit = v.fit(gaudi, start=eff, iters=3, restart=False)
+    refit = v.fit(gaudi, start=eff, iters=3, restarts=0)
     assert refit.engine_factor["vllm"] == pytest.approx(eff.engine_factor["vllm"], rel=1e-9)
     assert refit.frontend_ms == pytest.approx(eff.frontend_ms, rel=1e-9)
 
@@ -239,14 +279,15 @@ def test_held_out_tp8_low_batch_decode_stays_near_its_measurement():
     """InferenceX's vLLM gpt-oss-120b sweep on H100 (TP 2-8, 4-64 requests) is the only source of tensor-parallel
     decode at a few tokens per expert. Held out, the refit used to explain the rest of the data with a 44 us
     all-reduce (published NVLink all-reduces take 5-25 us) and missed the sweep by a median 56 %; with the all-reduce
-    held at its measured 8 us it misses by about 32 %. One refit as leave-one-source-out runs it (about 20 s)."""
+    held at its measured 8 us it misses by about 32 %. One short refit (120 steps, no restart; leave-one-source-out runs
+    the converged search, minutes), about 20 s."""
     import numpy as np
 
     eff = fitted_efficiency()
     train = [r for r in v.fit_rows() if r["source_id"] != "inferencex-828"]
     held = [r for r in v.usable_rows() if r["source_id"] == "inferencex-828"]
     assert len(held) >= 10
-    refit = v.fit(train, start=v._unfitted_for(eff, v.unidentified(train)), iters=120, restart=False)
+    refit = v.fit(train, start=v._unfitted_for(eff, v.unidentified(train)), iters=120, restarts=0)
     assert refit.allreduce_latency_us == pytest.approx(eff.allreduce_latency_us, rel=1e-9)  # measured, never refitted
     ape = [abs(e["error"]) for e in v.errors(refit, held)]
     assert float(np.median(ape)) < 0.40
@@ -276,11 +317,12 @@ def test_forward_in_time_holds_the_measured_all_reduce():
     figure, not the engines' kernels') and predicted the 190 newer comparisons at a median 24.6 %; held at its
     measured 8 us, 18.4 % (21.8 % since Gaudi's scale-up links and Gaudi 2's factor changed the older rows' fit; the
     same 100-step search from mid-range, whose end point moves by a few points with any change to the loss). One
-    refit, as benchmarks/validate_serving.py --forward 2025-09 runs it."""
+    short refit, as benchmarks/validate_serving.py --forward 2025-09 --iters 100 --restarts 0 runs it; the converged
+    search takes minutes."""
     import numpy as np
 
     eff = fitted_efficiency()
-    fwd = v.forward_in_time(eff, "2025-09", iters=100)
+    fwd = v.forward_in_time(eff, "2025-09", iters=100, restarts=0)
     assert len(fwd) >= 150
     ape = [abs(e["error"]) for e in fwd if e["group"] != "assumed_input"]
     assert float(np.median(ape)) < 0.23
@@ -303,3 +345,29 @@ def test_a_benchmarks_first_wave_is_in_its_mean_ttft():
             continue
         assert abs(with_wave.ttft_ms / measured - 1) < abs(steady.ttft_ms / measured - 1), r["row_id"]
         assert with_wave.tpot_ms == steady.tpot_ms and with_wave.output_tokens_per_s == steady.output_tokens_per_s
+
+
+def test_trtllm_bench_rows_run_their_datasets_request_count():
+    """NVIDIA's performance overview prepares each ISL/OSL dataset with a stated request count (3000 for 1000/1000,
+    1000 for 20000/2000, ...), all queued at once. Predicted at the engine's steady state instead, the MoE rows whose
+    engines hold more than 3000 such requests (attention DP over 4-8 GPUs) came out up to 46 % fast; run as the
+    benchmark ran them, in waves of as many as fit, each is slower than at steady state and together they are closer
+    (Qwen3-235B on 8 H200, measured at the steady-state figure, moves 0 % -> -3 %)."""
+    import numpy as np
+
+    rows = [r for r in v.usable_rows() if r["source_id"].startswith("trtllm-perf")]
+    assert len(rows) > 100 and all(r["num_prompts"] in ("1000", "1500", "3000", "30000") for r in rows)
+    assert {r["num_prompts"] for r in rows if (r["input_len"], r["output_len"]) == ("1000", "1000")} == {"3000"}
+    eff = fitted_efficiency()
+    moe = [r for r in rows if r["regime"] == "moe_large" and r["input_len"] == "1000" and int(r["n_gpus"]) >= 4
+           and v.predict_row({**r, "num_prompts": ""}, eff).max_concurrency > 3300]
+    assert len(moe) >= 4
+    run, steady = [], []
+    for r in moe:
+        measured = float(r["measured_output_tokens_per_s"])
+        run.append(v.predict_row(r, eff).output_tokens_per_s / measured - 1)
+        steady.append(v.predict_row({**r, "num_prompts": ""}, eff).output_tokens_per_s / measured - 1)
+        assert run[-1] < steady[-1], r["model_label"]
+    assert np.median(np.abs(run)) < np.median(np.abs(steady)) - 0.05
+    large = [abs(e["error"]) for e in v.errors(eff) if e["regime"] == "moe_large"]
+    assert float(np.median(large)) < 0.20  # 22.9 % at steady state, 16.8 % now

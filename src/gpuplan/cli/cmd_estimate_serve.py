@@ -49,7 +49,7 @@ def serve_command(
     input_len: InputLenOpt = "1000",
     output_len: OutputLenOpt = "1000",
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Requests in flight (default: best throughput).")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", help="With --concurrency: a benchmark's request count (vllm bench serve --num-prompts); TTFT is the mean over them, the first wave arriving together.")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", help="A benchmark's request count. With --concurrency (vllm bench serve --num-prompts): TTFT is the mean over them, the first wave arriving together. Without (trtllm-bench throughput): all queued at once, run in waves of as many as fit.")] = None,
     max_ttft_ms: TtftOpt = None,
     max_tpot_ms: TpotOpt = None,
     engine: EngineOpt = "vllm",

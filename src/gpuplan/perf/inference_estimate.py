@@ -344,9 +344,10 @@ class _Replica:
         budget with the waiting prompts in arrival order (chunked), so the last of them waits for all the others."""
         need, done = float(b) * isl, 0.0
         decodes, chunks, ends = [], [], []
+        budget = self.token_budget
         while done < need:
             d = min(float(b), math.floor(done / isl))
-            p = min(float(self._chunk_tokens(d)), need - done)
+            p = min(max(budget - d, budget / 8.0), need - done)  # _chunk_tokens(d), in floats: this loop runs per iteration
             decodes.append(d)
             chunks.append(p)
             done += p
@@ -417,7 +418,9 @@ def estimate_serving(
     (GB200/GB300 NVL72), by all-gather and reduce-scatter inside an 8-GPU node.
     `requests` (with `concurrency`) reads TTFT as a benchmark client reports it: `requests` prompts through
     `concurrency` closed-loop clients (`vllm bench serve --num-prompts N --max-concurrency C`), the first wave of
-    C arriving together and queueing for the token budget; TTFT is the mean over all N.
+    C arriving together and queueing for the token budget; TTFT is the mean over all N. `requests` without
+    `concurrency` is an offline benchmark (`trtllm-bench throughput`, `vllm bench throughput --num-prompts N`): all
+    N queued at once, run in waves of as many as fit, the last one partial.
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
@@ -434,8 +437,6 @@ def estimate_serving(
     check_context(m, isl, osl)
     conc = None if concurrency is None else _check_int("concurrency", concurrency, 1, MAX_CONCURRENCY)
     n_req = None if requests is None else _check_int("requests", requests, 1, MAX_CONCURRENCY)
-    if n_req is not None and conc is None:
-        raise UsageError("requests needs concurrency: the benchmark's clients (--max-concurrency)")
     ttft_cap = None if max_ttft_ms is None else _check_pos("max_ttft_ms", max_ttft_ms)
     tpot_cap = None if max_tpot_ms is None else _check_pos("max_tpot_ms", max_tpot_ms)
     frac = eng.memory_fraction if memory_fraction is None else _check_pos("memory_fraction", memory_fraction, 1.0)
@@ -532,7 +533,10 @@ def estimate_serving(
                  "prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
                  "closed loop, queueing only beyond max concurrency"
                  + (f"; mean over {n_req:,} benchmark requests, the first wave of {min(conc, n_req):,} arriving "
-                    "together and prefilled in turn" if n_req is not None and not rep.static else "")),
+                    "together and prefilled in turn" if n_req is not None and conc is not None and not rep.static else "")
+                 + (f"; offline: {n_req:,} requests queued at once, run in waves of as many as fit (the last one "
+                    "partial), each wave's TTFT counting the waves before it" if n_req is not None and conc is None
+                    else "")),
         "output_head": "16-bit, run for sampled tokens only, at bf16 rate",
         "moe_experts": ("expected distinct experts per step E(1-(1-k/E)^tokens); grouped GEMM at t/(t+t_half) "
                         "of eta_c for t tokens per expert; EP load of the busiest GPU 1 + c*sqrt(ep/E)*sqrt(2 ln ep) "
@@ -591,6 +595,11 @@ def estimate_serving(
             meets = (ttft_cap is None or t1 * 1e3 <= ttft_cap) and (tpot_cap is None or t2 * 1e3 <= tpot_cap)
         op_b, op_ttft, op_tpot, op_x = per_rep, t1, t2, x
         op_running = running
+    elif n_req is not None:
+        op_b, op_ttft, op_tpot, op_x, limited = _offline_run(rep, n_req / replicas, b_max, isl, osl)
+        op_running = op_b
+        if ttft_cap is not None or tpot_cap is not None:
+            meets = (ttft_cap is None or op_ttft * 1e3 <= ttft_cap) and (tpot_cap is None or op_tpot * 1e3 <= tpot_cap)
     else:
         ok = np.ones_like(grid, dtype=bool)
         if ttft_cap is not None:
@@ -643,6 +652,30 @@ def estimate_serving(
         decode_bound=rep.decode_bound(op_running, isl, osl), limited_by=limited, meets_targets=meets,
         memory_per_gpu_gb=(rep.weights_gpu + rep.runtime_gpu + max(rep.kv_avail_gpu, 0)) / 1e9,
     )
+
+
+def _offline_run(rep: _Replica, n: float, b_max: int, isl: int, osl: int) -> tuple[float, float, float, float, str]:
+    """An offline benchmark's n requests per replica, all queued at once (`trtllm-bench throughput`, `vllm bench
+    throughput`): the engine admits as many as fit, never more than there are, runs them to their end, then the next
+    wave; the last, partial wave runs at its own smaller batch. TTFT counts each wave's wait for the waves before it.
+    Returns (running, TTFT s, TPOT s, output tokens/s, what limits the batch)."""
+    def wave(b: float) -> tuple[float, float, float]:
+        arr = np.asarray([b])
+        t1, t2 = rep.latency(arr, isl, osl)
+        return max(float(t1[0]) + (osl - 1) * float(t2[0]), float(rep.cycle_s(arr, isl, osl)[0])), float(t1[0]), float(t2[0])
+
+    b = min(float(b_max), n)
+    full = math.floor(n / b + 1e-9)
+    rest = n - full * b
+    wave_s, ttft, tpot = wave(b)
+    if not rep.static:
+        ttft = rep.first_wave_ttft(max(1, round(b)), isl, osl)
+    total_s, waited = full * wave_s, b * wave_s * full * (full - 1) / 2.0
+    if rest >= 0.5:  # a fraction of a request per replica is how n divides, not a wave
+        waited += rest * full * wave_s
+        total_s += wave(rest)[0]
+    limited = "requests" if n <= b_max else ("kv_cache" if b_max < rep.max_num_seqs else "max_num_seqs")
+    return b, ttft + waited / n, tpot, n * osl / total_s, limited
 
 
 def _not_fit_message(name, g, wf, tp, need, have, isl, osl, shape, eng, eff, frac, seqs, dp_attention, kv, ep=1) -> str:

@@ -377,8 +377,10 @@ class ServeEstimateRequest(ModelChoice):
     input_len: TokenCount = Field(default=1000, description="prompt tokens per request, e.g. 8k")
     output_len: TokenCount = Field(default=1000)
     concurrency: int | None = Field(default=None)
-    requests: int | None = Field(default=None, description="with concurrency: a benchmark's request count (vllm bench "
-                                 "serve --num-prompts); TTFT is then the mean over them, the first wave arriving together")
+    requests: int | None = Field(default=None, description="a benchmark's request count: with concurrency (vllm bench "
+                                 "serve --num-prompts) TTFT is the mean over them, the first wave arriving together; "
+                                 "without (trtllm-bench throughput) all are queued at once and run in waves of as many "
+                                 "as fit")
     max_ttft_ms: float | None = Field(default=None)
     max_tpot_ms: float | None = Field(default=None)
     memory_fraction: float | None = Field(default=None)
