@@ -402,7 +402,7 @@ def leave_one_source_out(start: Efficiency, iters: int = FIT_ITERS, restarts: in
     folds = []
     for sid in sorted({key(r) for r in usable_rows()}):
         held = [r for r in usable_rows() if key(r) == sid]
-        folds.append(_Fold([r for r in rows if key(r) != sid], held, factors_without(held) if factors_without else None))
+        folds.append(_Fold.of([r for r in rows if key(r) != sid], held, factors_without))
     return _run_folds(start, folds, iters, restarts, jobs)
 
 
@@ -413,6 +413,10 @@ class _Fold:
     train: list[dict]
     held: list[dict]
     factors: dict | None
+
+    @classmethod
+    def of(cls, train: list[dict], held: list[dict], factors_without: FactorsWithout | None) -> _Fold:
+        return cls(train, held, factors_without(held) if factors_without else None)
 
 
 def _run_folds(start: Efficiency, folds: list[_Fold], iters: int, restarts: int, jobs: int) -> list[dict]:
@@ -444,8 +448,7 @@ def forward_in_time(start: Efficiency, cutoff: str, iters: int = FIT_ITERS, rest
     older = [r for r in fit_rows() if _month(r.get("source_date", "")) < cutoff]
     if not newer or not older:
         raise ValueError(f"cutoff {cutoff}: {len(newer)} newer and {len(older)} older rows; need some on each side")
-    return _run_folds(start, [_Fold(older, newer, factors_without(newer) if factors_without else None)], iters,
-                      restarts, 1)
+    return _run_folds(start, [_Fold.of(older, newer, factors_without)], iters, restarts, 1)
 
 
 def _month(date: str) -> str:
