@@ -63,7 +63,8 @@ def test_split_fleet_meets_a_deadline_no_single_offer_meets(split_result):
         assert "no fleet finishes" in alone.why[0] and alone.closest is not None
         assert alone.closest.finish_hours > 12
     best = split_result.fleets[0]
-    assert len(best.providers) >= 2 and best.label == "least cost, split"
+    # The cheapest split or the same split without one provider's hosts, whichever the risk-weighted cost ranks first.
+    assert len(best.providers) >= 2 and (best.label == "least cost, split" or best.label.startswith("without "))
     assert best.meets_deadline and best.finish_hours <= 12
     kinds = {g.provider_kind for g in best.groups}
     assert "decentralized" in kinds

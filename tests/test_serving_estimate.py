@@ -172,6 +172,25 @@ def test_engine_presets_differ_in_capacity_rules(models):
     assert v.assumptions["memory_fraction_of"] == "total" and t.assumptions["memory_fraction_of"] == "free"
 
 
+
+
+def test_vllm_batch_defaults_follow_the_gpu_as_vllm_picks_them(models):
+    """vLLM V1 gives a GPU under 70 GiB, or any A100, 256 sequences and 2048 tokens per step; larger ones 1024 and
+    8192 (an A800 is not named A100). The cap binds where the KV cache would hold more: an 8B model with 1000-token
+    requests on an 80 GB A100 stops at 256 running requests."""
+    m = models["llama-3.1-8b"]
+    caps = {g: estimate_serving(m, g, engine="vllm", input_len=500, output_len=500).assumptions
+            for g in ("A100-80GB-SXM", "A100-40GB-SXM", "L40S", "A800", "H100", "MI300X")}
+    assert {g: (a["max_num_seqs"], a["max_num_batched_tokens"]) for g, a in caps.items()} == {
+        "A100-80GB-SXM": (256, 2048), "A100-40GB-SXM": (256, 2048), "L40S": (256, 2048),
+        "A800": (1024, 8192), "H100": (1024, 8192), "MI300X": (1024, 8192)}
+    a100 = estimate_serving(m, "A100-80GB-SXM", engine="vllm", input_len=500, output_len=500)
+    assert a100.max_concurrency == 256 and a100.limited_by == "max_num_seqs"
+    wider = estimate_serving(m, "A100-80GB-SXM", engine="vllm", input_len=500, output_len=500, max_num_seqs=1024)
+    assert wider.max_concurrency > 256 and wider.output_tokens_per_s > a100.output_tokens_per_s
+    # TensorRT-LLM keeps its own defaults on every GPU.
+    t = estimate_serving(m, "A100-80GB-SXM", engine="trtllm", input_len=500, output_len=500).assumptions
+    assert (t["max_num_seqs"], t["max_num_batched_tokens"]) == (2048, 8192)
 @pytest.mark.parametrize("kw, match", [
     (dict(input_len=0), "input_len"),
     (dict(input_len=-5), "input_len"),

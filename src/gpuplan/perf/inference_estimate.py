@@ -424,7 +424,7 @@ def estimate_serving(
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
-    eng = resolve_engine(engine)
+    eng = resolve_engine(engine).on_gpu(g)
     # A native MXFP4 checkpoint runs against MXFP8 activations where the GPU has FP4 tensor cores (8-bit math), and
     # weight-only, dequantized to bf16, where it has none.
     wf = serving_weight_format(weight_format(precision), g, getattr(m, "native_precision", None))
@@ -566,11 +566,6 @@ def estimate_serving(
                                memory_per_gpu_gb=need / 1e9)
 
     full = int(min(rep.kv_tokens // rep.seq_tokens(isl, osl, "maximum"), rep.max_num_seqs))
-    grid = _grid(b_max)
-    ttft, tpot = rep.latency(grid, isl, osl)
-    e2e = ttft + (osl - 1) * tpot
-    thr = grid * osl / np.maximum(e2e, rep.cycle_s(grid, isl, osl))
-
     meets = None
     if conc is not None:
         per_rep = conc / replicas
@@ -601,6 +596,10 @@ def estimate_serving(
         if ttft_cap is not None or tpot_cap is not None:
             meets = (ttft_cap is None or op_ttft * 1e3 <= ttft_cap) and (tpot_cap is None or op_tpot * 1e3 <= tpot_cap)
     else:
+        # No concurrency and no request count: the best operating point over a grid of batch sizes.
+        grid = _grid(b_max)
+        ttft, tpot = rep.latency(grid, isl, osl)
+        thr = grid * osl / np.maximum(ttft + (osl - 1) * tpot, rep.cycle_s(grid, isl, osl))
         ok = np.ones_like(grid, dtype=bool)
         if ttft_cap is not None:
             ok &= ttft * 1e3 <= ttft_cap
