@@ -47,6 +47,8 @@ def test_serve_not_fit_exit_1_with_message(cli):
     (["--concurrency", "0"], "concurrency"),
     (["--requests", "-1"], "requests must be"),
     (["--concurrency", "8", "--requests", "0"], "requests must be"),
+    (["--max-num-seqs", "0"], "max_num_seqs must be"),
+    (["--max-num-seqs", "-4"], "max_num_seqs must be"),
     (["--engine", "foo"], "unknown engine"),
     (["--precision", "fp7"], "unknown precision"),
     (["--gpu", "Z9000"], "unknown GPU"),
@@ -58,6 +60,22 @@ def test_serve_bad_input_exit_2(cli, args, match):
     flat = [x for kv in base.items() for x in kv]
     code, _, err = cli("estimate", "serve", "--model", "llama-3.1-8b", *flat)
     assert code == 2 and match in err and "Traceback" not in err
+
+
+def test_serve_max_num_seqs_raises_vllm_a100_default(cli):
+    """vLLM caps an A100 at 256 running requests; --max-num-seqs (vLLM's own flag) lifts it, and the table says which."""
+    base = ("estimate", "serve", "--model", "llama-3.1-8b", "--gpu", "A100-80GB", "--input-len", "500",
+            "--output-len", "500")
+    code, out, err = cli(*base, "--json")
+    assert code == 0, err
+    default = json.loads(out)
+    assert default["max_concurrency"] == 256 and default["assumptions"]["max_num_seqs"] == 256
+    code, out, err = cli(*base, "--max-num-seqs", "1024", "--json")
+    assert code == 0, err
+    wider = json.loads(out)
+    assert wider["max_concurrency"] > 256 and wider["output_tokens_per_s"] > default["output_tokens_per_s"]
+    code, out, _ = cli(*base)
+    assert code == 0 and "at most 256 running" in " ".join(out.split())
 
 
 def test_serve_fp8_on_a100_is_usage_error(cli):

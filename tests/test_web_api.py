@@ -112,6 +112,15 @@ def test_estimate_serve(client):
     assert est["output_tokens_per_s"] > 0 and est["tpot_ms"] > 0 and est["ttft_ms"] > 0
 
 
+def test_estimate_serve_takes_the_engine_sequence_cap(client):
+    body = {"model": "llama-3.1-8b", "gpu": "A100-80GB-SXM", "input_len": 500, "output_len": 500}
+    default = client.post("/api/estimate/serve", json=body).json()
+    wider = client.post("/api/estimate/serve", json={**body, "max_num_seqs": 1024}).json()
+    assert default["assumptions"]["max_num_seqs"] == 256 and wider["assumptions"]["max_num_seqs"] == 1024
+    assert wider["max_concurrency"] > default["max_concurrency"] == 256
+    assert "max_num_seqs" in _one_line_detail(client.post("/api/estimate/serve", json={**body, "max_num_seqs": 0}), 422)
+
+
 def test_estimate_from_params(client):
     r = client.post("/api/estimate/train", json={"params": 7e9, "gpu": "A100-80GB-SXM", "tokens": 1e10})
     assert r.status_code == 200, r.text

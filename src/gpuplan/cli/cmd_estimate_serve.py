@@ -54,6 +54,7 @@ def serve_command(
     max_tpot_ms: TpotOpt = None,
     engine: EngineOpt = "vllm",
     memory_fraction: Annotated[Optional[float], typer.Option("--memory-fraction", help="Engine memory fraction (vLLM --gpu-memory-utilization).")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="The engine's cap on running requests per replica (default: the engine's on this GPU; vLLM: 256 under 70 GiB or on an A100, else 1024).")] = None,
     eta_bw: Annotated[Optional[float], typer.Option("--eta-bw", help="Override the fitted HBM bandwidth efficiency (0-1).")] = None,
     eta_c: Annotated[Optional[float], typer.Option("--eta-c", help="Override the fitted compute efficiency (0-1).")] = None,
     as_json: JsonOpt = False,
@@ -71,7 +72,8 @@ def serve_command(
         model=model, params=params, active_params=active_params, gpu=gpu, gpus=gpus, tp=tp, ep=ep,
         attention_dp=attention_dp, precision=precision, kv_precision=kv_precision, input_len=input_len,
         output_len=output_len, concurrency=concurrency, requests=requests, max_ttft_ms=max_ttft_ms,
-        max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction, eta_bw=eta_bw, eta_c=eta_c)
+        max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction, max_num_seqs=max_num_seqs,
+        eta_bw=eta_bw, eta_c=eta_c)
     est = estimate_serve(req)  # the request the API takes too (gpuplan.planner.requests)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json
@@ -120,7 +122,8 @@ def _print_serve(est) -> None:
     caption = (f"eta_bw {a['eta_bw']:.2f}, eta_c {a['eta_c']:.2f}, engine factor {a['engine_factor']:.2f}, "
                f"architecture factor {a['architecture_factor']:.2f}, measured matmul realisation "
                f"{a['matmul_realisation']:.2f} of H100's, "
-               f"memory fraction {a['memory_fraction']} of {a['memory_fraction_of']}; --json for all assumptions")
+               f"memory fraction {a['memory_fraction']} of {a['memory_fraction_of']}, at most {a['max_num_seqs']:,} "
+               f"running requests and {a['max_num_batched_tokens']:,} tokens per step; --json for all assumptions")
     print_table([{"k": k, "v": v if isinstance(v, str) else fmt_value(v)} for k, v in rows],
                 [("k", ""), ("v", "")], title=title, caption=caption)
     if native and est.precision not in ("bf16", "fp16"):  # a quantized default is said; 16-bit goes without saying

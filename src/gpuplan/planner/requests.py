@@ -384,6 +384,8 @@ class ServeEstimateRequest(ModelChoice):
     max_ttft_ms: float | None = Field(default=None)
     max_tpot_ms: float | None = Field(default=None)
     memory_fraction: float | None = Field(default=None)
+    max_num_seqs: int | None = Field(default=None, description="the engine's cap on running requests per replica; "
+                                     "default: the engine's on this GPU (vLLM: 256 under 70 GiB or on an A100, else 1024)")
     eta_bw: float | None = Field(default=None, description="override the fitted HBM bandwidth efficiency")
     eta_c: float | None = Field(default=None, description="override the fitted compute efficiency")
 
@@ -402,7 +404,8 @@ def estimate_serve(req: ServeEstimateRequest):
     est = estimate_serving(model, req.gpu, n_gpus=req.gpus, tp=req.tp, precision=precision,
                            kv_precision=req.kv_precision, input_len=req.input_len, output_len=req.output_len,
                            concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
-                           engine=req.engine, memory_fraction=req.memory_fraction, eta_bw=req.eta_bw,
+                           engine=req.engine, memory_fraction=req.memory_fraction, max_num_seqs=req.max_num_seqs,
+                           eta_bw=req.eta_bw,
                            eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp, requests=req.requests)
     native = getattr(model, "native_precision", None) or "bf16"
     est.assumptions["precision_basis"] = (f"the model's native precision ({est.precision})"

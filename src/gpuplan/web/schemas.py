@@ -186,6 +186,7 @@ class ServeEstimateBody(_PresetOnly, ServeEstimateRequest):
     max_ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e6)
     memory_fraction: float | None = Field(default=None, gt=0, le=1)
+    max_num_seqs: int | None = Field(default=None, gt=0, le=1_000_000)
     eta_bw: float | None = Field(default=None, gt=0, le=1)
     eta_c: float | None = Field(default=None, gt=0, le=1)
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] | None = None  # None: the preset's native
