@@ -260,6 +260,16 @@ def loso(ctx: Context, regime: str, full: dict) -> dict[str, dict]:
     return out
 
 
+def _down(x: float) -> float:
+    """A band's lower edge to 3 decimals, rounded outward (a rounded factor stays inside its rounded band)."""
+    return math.floor(x * 1000 + 1e-9) / 1000
+
+
+def _up(x: float) -> float:
+    """A band's upper edge to 3 decimals, rounded outward."""
+    return math.ceil(x * 1000 - 1e-9) / 1000
+
+
 def band(f: float, resid: list[float], n_sources: int) -> tuple[float, float]:
     """p10/p90 of a symmetric log-error distribution: the 80th percentile of |residual|, floored
     at +-15 % (+-20 % with two sources, +-30 % with one)."""
@@ -284,7 +294,7 @@ def fit_all(rows: list[dict] | None = None) -> dict:
                 resid = [math.log(ctx.raw_ratio(r)) for r in pairs]
                 lo, hi = band(1.0, resid, len({r["source_id"] for r in pairs}))
                 rel = {g: round(v, 3) for g, v in full["hopper_rel"].items() if g != HOPPER_BASE}
-                entries[arch] = {"factor": 1.0, "p10": round(lo, 3), "p90": round(hi, 3), "n_rows": len(pairs),
+                entries[arch] = {"factor": 1.0, "p10": _down(lo), "p90": _up(hi), "n_rows": len(pairs),
                                  "n_sources": len({r["source_id"] for r in pairs}), "basis": "fitted",
                                  "note": "reference: 1.0 by definition (H100-SXM); band from within-Hopper pairs "
                                          f"{', '.join(r['row_id'] for r in pairs)}; fitted ratios to H100 {rel}"}
@@ -296,11 +306,11 @@ def fit_all(rows: list[dict] | None = None) -> dict:
                 note = f"median of {len(used)} rows from {len(srcs)} sources ({', '.join(srcs)})"
                 if (regime, arch) in ARCH_NOTES:
                     note += "; " + ARCH_NOTES[(regime, arch)]
-                entries[arch] = {"factor": round(f, 3), "p10": round(lo, 3), "p90": round(hi, 3), "n_rows": len(used),
+                entries[arch] = {"factor": round(f, 3), "p10": _down(lo), "p90": _up(hi), "n_rows": len(used),
                                  "n_sources": len(srcs), "basis": "fitted", "note": note}
             else:
                 f, lo, hi, note = prior_value(regime, arch, full["factors"])
-                entries[arch] = {"factor": round(f, 3), "p10": round(lo, 3), "p90": round(hi, 3), "n_rows": 0,
+                entries[arch] = {"factor": round(f, 3), "p10": _down(lo), "p90": _up(hi), "n_rows": 0,
                                  "n_sources": 0, "basis": "prior", "note": note}
         doc_regimes[regime] = entries
         # A GPU with rows of its own (two or more) also gets its own median: the estimators use it
