@@ -109,20 +109,30 @@ class Engine:
     notes: dict[str, str]
     batching: str = "continuous"  # 'continuous' (vLLM, SGLang, TRT-LLM) or 'static' (Optimum-Habana: fixed, padded batch)
     bucket_tokens: int = 1  # static engines pad sequence lengths to this bucket
-    # Smaller batch defaults the engine picks on smaller GPUs: {"below_gib", "names", "max_num_seqs",
-    # "max_num_batched_tokens"} (vLLM: under 70 GiB or an A100). None: one set of defaults everywhere.
-    small_gpu: tuple | None = None
+    small_gpu: "SmallGpuDefaults | None" = None  # the smaller batch defaults it picks on smaller GPUs (vLLM)
 
     def on_gpu(self, gpu) -> "Engine":
         """This engine with the batch defaults it picks on `gpu`: vLLM caps a GPU under 70 GiB, or any A100, at
         256 sequences and 2048 tokens per step where larger ones get 1024 and 8192 (NVIDIA and AMD builds)."""
-        if not self.small_gpu or gpu.vendor not in ("NVIDIA", "AMD"):
+        sg = self.small_gpu
+        if sg is None or not sg.applies(gpu):
             return self
-        rule = dict(self.small_gpu)
-        if gpu.memory_gb >= rule["below_gib"] and not any(n in gpu.id.lower() for n in rule["names"]):
-            return self
-        return replace(self, max_num_seqs=int(rule["max_num_seqs"]),
-                       max_num_batched_tokens=int(rule["max_num_batched_tokens"]))
+        return replace(self, max_num_seqs=sg.max_num_seqs, max_num_batched_tokens=sg.max_num_batched_tokens)
+
+
+@dataclass(frozen=True)
+class SmallGpuDefaults:
+    """Batch defaults an engine picks on GPUs under `below_gib` of memory or whose id contains one of `names`."""
+
+    below_gib: float
+    names: tuple[str, ...]
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+    def applies(self, gpu) -> bool:
+        if gpu.vendor not in ("NVIDIA", "AMD"):  # the Gaudi plugin sets its own
+            return False
+        return gpu.memory_gb < self.below_gib or any(n in gpu.id.lower() for n in self.names)
 
 
 def _check_positive(name: str, v: float, upper: float | None = 1.0) -> None:
@@ -163,10 +173,16 @@ def all_engines() -> dict[str, Engine]:
             runtime_overhead_gib=float(e["runtime_overhead_gib"]), default_kv=dict(e["default_kv"]),
             notes={k: v for k, v in e.items() if k.endswith("_note")},
             batching=e.get("batching", "continuous"), bucket_tokens=int(e.get("bucket_tokens", 1)),
-            small_gpu=tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in e["small_gpu"].items()))
-            if e.get("small_gpu") else None,
+            small_gpu=_small_gpu(e.get("small_gpu")),
         )
     return out
+
+
+def _small_gpu(d: dict | None) -> SmallGpuDefaults | None:
+    if not d:
+        return None
+    return SmallGpuDefaults(below_gib=float(d["below_gib"]), names=tuple(d["names"]),
+                            max_num_seqs=int(d["max_num_seqs"]), max_num_batched_tokens=int(d["max_num_batched_tokens"]))
 
 
 def resolve_engine(name: str) -> Engine:

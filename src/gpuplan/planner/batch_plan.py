@@ -290,7 +290,8 @@ class _Throughput:
                 isl = self.req.input_len
                 per_step = 1
                 if self.req.kind == "embed":
-                    per_step = max(1, int(resolve_engine(self.req.engine).on_gpu(self.catalog.gpus[gpu_id]).max_num_batched_tokens // isl))
+                    eng = resolve_engine(self.req.engine).on_gpu(self.catalog.gpus[gpu_id])
+                    per_step = max(1, int(eng.max_num_batched_tokens // isl))
                 for tp in TP_CHOICES:
                     if self.model.n_heads % tp:
                         continue
