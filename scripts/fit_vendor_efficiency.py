@@ -36,7 +36,6 @@ import csv
 import io
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -442,14 +441,14 @@ def refresh_model_ratios(path: Path = RUNS_CSV) -> None:
     for r in rows:
         if r["row_id"] in ratios:
             r["model_speed_ratio"] = f"{ratios[r['row_id']]:.4f}"
+    from gpuplan.files import write_atomic
+
     # Whole text first, then one rename: a row the writer rejects leaves the file as it was, not cut short.
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(buf.getvalue(), encoding="utf-8", newline="")
-    os.replace(tmp, path)
+    write_atomic(path, buf.getvalue())
     print(f"model_speed_ratio refreshed for {len(ratios)} serving rows in {path.relative_to(ROOT)}")
 
 

@@ -28,6 +28,12 @@ def rows():
         return list(csv.DictReader(f))
 
 
+def test_mlperf_llama2_rows_run_their_data_sets_mean_prompt(rows):
+    """As the serving rows: 5,463,976 prompt tokens over the 24,576 OpenOrca prompts, a mean of 222."""
+    llama2 = [r for r in rows if r["model"] == "llama-2-70b" and r["source_id"].startswith("mlperf")]
+    assert llama2 and {r["input_len"] for r in llama2} == {"222"}
+
+
 def test_shipped_json_matches_a_refit_of_the_csv(vendor_fit, shipped):
     fresh = vendor_fit.fit_all()
     assert json.dumps(fresh, indent=1) + "\n" == SHIPPED.read_text(encoding="utf-8"), \
