@@ -1,8 +1,7 @@
-"""Capacity planning: replicas x TP for a traffic level, costs per token, speed."""
+"""Capacity planning: replicas x TP for a traffic level, costs per token (its speed: benchmarks/bench_serving.py)."""
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -53,16 +52,14 @@ def test_unreachable_targets_are_infeasible(m70):
     assert math.isinf(plan.cost_per_million_output_tokens(2.0))
 
 
-def test_all_gpus_ranked_and_fast(m70):
+def test_all_gpus_ranked(m70):
+    # Speed is measured by benchmarks/bench_serving.py (every GPU type x 3 precisions), not timed here.
     traffic = make_traffic(1000, 300, requests_per_s=20)
     targets = Targets(max_ttft_ms=2000, max_tpot_ms=50)
-    plan_capacity_all_gpus(m70, traffic, targets)  # warm caches
-    t = time.perf_counter()
     plans = []
     for p in ("bf16", "fp8", "int4"):
         plans = plan_capacity_all_gpus(m70, traffic, targets, precision=p)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 0.5  # ~35 ms measured; loose for a shared CI machine
+        assert plans, p
     feasible = [p for p in plans if p.feasible]
     assert feasible and [p.total_gpus for p in feasible] == sorted(p.total_gpus for p in feasible)
     assert not any(p.feasible for p in plans[len(feasible):])
