@@ -107,6 +107,8 @@ def test_region_cells_name_two_places_and_count_the_rest(cli):
     assert region_text("a/b/c/d", more=2) == "a/b +4"
     assert region_text("eu-north1") == "eu-north1"
     assert region_text("", more=1) == "? +1"
+    # a marketplace's places are comma lists themselves: spaced apart, or they read as one run-on place
+    assert region_text("CA, NA/Denmark, DK, EU/South Korea, KR, AS") == "CA, NA / Denmark, DK, EU +1"
     code, out, err = cli("plan", "serve", "--model", "gpt-oss-120b", "--tokens-per-month", "10B", "--providers",
                          "lambda", "--limit", "3")
     assert code == 0, err

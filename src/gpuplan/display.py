@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpuplan.catalog.records import places_text, region_places
+
 MISSING = "-"
 # Durations up to this many hours read in hours, longer ones in days (60 h -> "2.5 d").
 DAYS_FROM_HOURS = 48.0
@@ -236,11 +238,11 @@ REGIONS_SHOWN = 2
 def region_text(region: Any, more: int = 0) -> str:
     """'eu-north1/us-central1 +3': the first REGIONS_SHOWN places of an offer's region, then how many
     more places the same choice is available in (the rest of its own list and `also_at`)."""
-    places = [r for r in str(region or "").split("/") if r.strip()]
+    places = region_places(region)
     if not places:
         return "?" + (f" +{more}" if more else "")
     more += max(len(places) - REGIONS_SHOWN, 0)
-    return "/".join(places[:REGIONS_SHOWN]) + (f" +{more}" if more else "")
+    return places_text(places[:REGIONS_SHOWN]) + (f" +{more}" if more else "")
 
 
 def date_is_nominal(p: dict[str, Any]) -> bool:
