@@ -109,6 +109,10 @@ def test_region_cells_name_two_places_and_count_the_rest(cli):
     assert region_text("", more=1) == "? +1"
     # a marketplace's places are comma lists themselves: spaced apart, or they read as one run-on place
     assert region_text("CA, NA/Denmark, DK, EU/South Korea, KR, AS") == "CA, NA / Denmark, DK, EU +1"
+    from gpuplan.display import region_full
+
+    assert region_full("CA, NA/Denmark, DK, EU/South Korea, KR, AS") == "CA, NA / Denmark, DK, EU / South Korea, KR, AS"
+    assert region_full("us-east-1/us-west-2") == "us-east-1/us-west-2" and region_full(None) == ""
     code, out, err = cli("plan", "serve", "--model", "gpt-oss-120b", "--tokens-per-month", "10B", "--providers",
                          "lambda", "--limit", "3")
     assert code == 0, err

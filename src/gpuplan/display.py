@@ -245,6 +245,11 @@ def region_text(region: Any, more: int = 0) -> str:
     return places_text(places[:REGIONS_SHOWN]) + (f" +{more}" if more else "")
 
 
+def region_full(region: Any) -> str:
+    """Every place an offer's region lists, spaced apart where places are comma lists; '' when none."""
+    return places_text(region_places(region))
+
+
 def date_is_nominal(p: dict[str, Any]) -> bool:
     """The plan's price date is a snapshot's, not an observation's (the catalog marks it 'nominal: ...'): the price
     is at least that old, perhaps older."""

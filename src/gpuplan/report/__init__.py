@@ -21,7 +21,7 @@ from typing import Any
 
 from gpuplan.display import (
     date_is_nominal, fmt_duration, fmt_hours_range, fmt_ms, fmt_pricing, fmt_quantity, fmt_usd, fmt_usd_short,
-    plan_layout_text,
+    plan_layout_text, region_full,
 )
 from gpuplan.errors import UsageError
 
@@ -177,7 +177,7 @@ def _summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 def headline(p: dict[str, Any]) -> str:
     """'Book 64× MI300X on TensorWave (US), on-demand: 8 nodes × 8 GPUs'."""
-    where = f"{p['provider_name']} ({p['region'] or '?'})"
+    where = f"{p['provider_name']} ({region_full(p['region']) or '?'})"
     more = len(p.get("also_at") or [])
     if more:
         where += f" or {more} more place{'s' if more > 1 else ''}"
@@ -239,7 +239,7 @@ def plan_checks(p: dict[str, Any], summary: dict[str, Any]) -> list[str]:
                    "set a max TPOT for interactive use")
     users = summary.get("users") or []
     if p["workload"] == "serve" and len(users) > 1 and p.get("network_rtt_ms") is not None:
-        out.append(f"users are in {', '.join(users)} but every replica runs in {p['region']}"
+        out.append(f"users are in {', '.join(users)} but every replica runs in {region_full(p['region'])}"
                    f" (RTT {p['network_rtt_ms']:.0f} ms as planned): consider one replica set per region")
     if p["stale"]:
         out.append(f"the price is {p['price_age_days']} days old: check it before booking")
@@ -257,7 +257,7 @@ def _one_line(p: dict[str, Any], first: dict[str, Any]) -> str:
     time = duration(p["wall_hours"]) if p["workload"] == "train" else \
         f"TPOT {_ms((p.get('assumptions') or {}).get('tpot_ms'))}"
     more = f" (+{len(p['also_at'])} more places)" if p.get("also_at") else ""
-    return (f"#{p['rank']} {p['provider_name']} {p['gpus']}× {p['gpu']}, {pricing(p['pricing'])}, {p['region']}{more}: "
+    return (f"#{p['rank']} {p['provider_name']} {p['gpus']}× {p['gpu']}, {pricing(p['pricing'])}, {region_full(p['region'])}{more}: "
             f"{usd(p['cost_usd'])} ({'+' if delta >= 0 else '-'}{usd(abs(delta))}), {time}"
             + (" - ties with #1" if p.get("ties_first") else ""))
 
@@ -439,7 +439,7 @@ def _row(p: dict[str, Any], serve: bool, on_front: bool) -> dict[str, str]:
         "provider": p["provider_name"], "gpu": f"{p['gpus']}× {p['gpu']}", "gpus": str(p["gpus"]),
         "replicas": f"{p['replicas']} × TP{p.get('gpus_per_replica') or p['layout']['tp']}" if p.get("replicas") else "-",
         "shape": f"{p['nodes']} × {p['gpus_per_node']:g}", "pricing": pricing(p["pricing"]),
-        "region": (p["region"] or "-") + (f" +{more}" if more else ""), "layout": plan_layout_text(p),
+        "region": (region_full(p["region"]) or "-") + (f" +{more}" if more else ""), "layout": plan_layout_text(p),
         "wall": duration(p["wall_hours"]), "wall_p90": duration(p["wall_p90_hours"]),
         "cost": usd(p["cost_usd"]), "cost_p90": usd(p["cost_p90_usd"]),
         "band": f"{usd_short(lo if isinstance(lo, (int, float)) else p['cost_usd'])}-{usd_short(p['cost_p90_usd'])}"

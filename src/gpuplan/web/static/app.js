@@ -760,7 +760,7 @@
   // ---- the recommendation ------------------------------------------------------------------------
 
   function headlineText(p) {
-    const where = `${providerName(p)} (${p.region || "?"})`;
+    const where = `${providerName(p)} (${placesText(p.region) || "?"})`;
     const more = p.also_at && p.also_at.length ? ` or ${p.also_at.length} more place${p.also_at.length === 1 ? "" : "s"}` : "";
     if (p.workload === "serve") {
       const reps = isNum(p.replicas) ? `: ${p.replicas} replica${p.replicas === 1 ? "" : "s"} × ${p.gpus_per_replica ?? "?"} GPU${p.gpus_per_replica === 1 ? "" : "s"}` : "";
@@ -804,7 +804,7 @@
     }
     const users = ((state.result && state.result.summary) || {}).users || [];
     if (p.workload === "serve" && users.length > 1 && isNum(p.network_rtt_ms)) {
-      out.push(`users are in ${users.join(", ")} but every replica runs in ${p.region} (RTT ${fmtMs(p.network_rtt_ms)} as planned): consider one replica set per region`);
+      out.push(`users are in ${users.join(", ")} but every replica runs in ${placesText(p.region)} (RTT ${fmtMs(p.network_rtt_ms)} as planned): consider one replica set per region`);
     }
     if (p.stale) out.push(`the price is ${p.price_age_days} days old: check it before booking`);
     if (p.confidence === "unverified") out.push("the price is unverified");
@@ -889,7 +889,7 @@
       const delta = p.cost_usd - first.cost_usd;
       const time = p.workload === "train" ? fmtDuration(p.wall_hours) : `TPOT ${fmtMs(tpot(p))}`;
       box.appendChild(el("li", { "data-rank": p.rank }, [b,
-        ` ${fmtPricing(p.pricing)}, ${p.region || "?"}${p.also_at && p.also_at.length ? ` (+${p.also_at.length} more)` : ""}: `
+        ` ${fmtPricing(p.pricing)}, ${placesText(p.region) || "?"}${p.also_at && p.also_at.length ? ` (+${p.also_at.length} more)` : ""}: `
         + `${fmtUsd(p.cost_usd)} (${delta >= 0 ? "+" : "−"}${fmtUsd(Math.abs(delta))}), ${time}`
         + (p.ties_first ? " · ties with #1" : "")]));
     }
@@ -1109,8 +1109,15 @@
       .concat(kind === "train" ? ["layout", "wall"] : ["rtt", "tpot", "permtok"]));
   }
 
+  // An offer's region lists places '/'-separated; a marketplace's places are comma lists themselves
+  // ("CA, NA/Denmark, DK, EU"), spaced apart so they do not read as one place (as gpuplan.display does).
+  function placesText(region) {
+    const places = String(region || "").split("/").map((r) => r.trim()).filter(Boolean);
+    return places.join(places.some((r) => r.includes(",")) ? " / " : "/");
+  }
+
   function regionCell(p) {
-    const out = [p.region || "–"];
+    const out = [placesText(p.region) || "–"];
     const more = (p.also_at || []).length;
     if (more) {
       const open = state.expanded.has(p.rank);
@@ -1359,7 +1366,7 @@
     const facts = [
       ["Rank", `#${p.rank}${frontSet().has(p.rank) ? " (Pareto front)" : ""}${p.ties_first ? ", ties with #1" : ""}`],
       ["Provider", `${providerName(p)} (${p.provider_kind || "?"})`],
-      ["Instance", `${p.instance_type}, ${p.region}${(p.also_at || []).length ? ` (also ${p.also_at.length} more places)` : ""}`],
+      ["Instance", `${p.instance_type}, ${placesText(p.region)}${(p.also_at || []).length ? ` (also ${p.also_at.length} more places)` : ""}`],
       ["GPUs", `${p.nodes} node(s) × ${trim(p.gpus_per_node)} ${p.gpu} = ${p.gpus} GPUs, ${p.precision}`],
       ["Pricing", `${fmtPricing(p.pricing)}, ${fmtUsd(p.offer && p.offer.price_per_gpu_hour_usd)}/GPU-hour`],
     ];
