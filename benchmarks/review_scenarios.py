@@ -19,7 +19,7 @@ def _money(v: float) -> str:
 
 def main(argv: list[str]) -> int:
     from gpuplan.catalog.catalog import Catalog
-    from gpuplan.display import fmt_hours
+    from gpuplan.display import fmt_hours, region_full
     from gpuplan.planner import plan_serving, plan_training
     from gpuplan.planner.requests import ServePlanRequest, TrainPlanRequest
 
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
             p = res.plans[0]
             shape = f"{p.nodes}x{p.gpus_per_node:g} {p.gpu}" if train else f"{p.gpus}x {p.gpu} ({p.replicas} replicas)"
             when = f", {fmt_hours(p.wall_hours)}" if train else (f", TPOT {p.assumptions.get('tpot_ms') or 0:.0f} ms")
-            top = f"{p.provider_name} {shape} {p.pricing} ({p.region or '?'}){when}, {p.precision}"
+            top = f"{p.provider_name} {shape} {p.pricing} ({region_full(p.region) or '?'}){when}, {p.precision}"
             band = f"{_money(p.cost_usd)} ({_money(p.cost_p10_usd)}-{_money(p.cost_p90_usd)})"
             flips = res.summary.get("flips_first") or []
             why = flips[0].split("would rank first with: ", 1)[-1] if flips else "the only plan that fits"
