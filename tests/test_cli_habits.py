@@ -73,7 +73,12 @@ def test_help_documents_exit_codes_and_completion(cli):
         assert opt in out
 
 
-def test_show_completion_prints_a_script(cli):
+def test_show_completion_prints_a_script(cli, monkeypatch):
+    # Typer detects the shell from the process tree (shellingham); under nohup or a service manager there is no
+    # shell above pytest, so the detection is pinned to bash here and the test checks the script, not the tree.
+    import shellingham
+
+    monkeypatch.setattr(shellingham, "detect_shell", lambda *a, **k: ("bash", "/bin/bash"))
     code, out, err = cli("--show-completion", "bash")
     assert code == 0 and "_GPUPLAN_COMPLETE" in out.upper(), (code, out[-300:], err[-300:])
 
