@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpuplan.catalog.records import places_text, region_places
-
 MISSING = "-"
 # Durations up to this many hours read in hours, longer ones in days (60 h -> "2.5 d").
 DAYS_FROM_HOURS = 48.0
@@ -233,6 +231,17 @@ PLAN_WHOLE_CELLS = ("rank", "cost", "band", "per_mtok", "wall", "wall_p90", "reg
 # An offer's own region field may list many places ("us-east-1/us-west-1/..."): a table cell names
 # this many and counts the rest, with the other offers of the same choice (`also_at`).
 REGIONS_SHOWN = 2
+
+
+def region_places(region: Any) -> list[str]:
+    """The places an offer's region field lists, in order."""
+    return [r.strip() for r in str(region or "").split("/") if r.strip()]
+
+
+def places_text(places: list[str]) -> str:
+    """'us-east-1/us-west-1', or 'CA, NA / Denmark, DK, EU' where a place is itself a comma list (a marketplace's
+    hosts), which a bare '/' would run together."""
+    return (" / " if any("," in p for p in places) else "/").join(places)
 
 
 def region_text(region: Any, more: int = 0) -> str:

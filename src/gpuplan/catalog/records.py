@@ -33,19 +33,6 @@ PREEMPTIBLE_PRICING = frozenset({"spot", "interruptible"})
 
 STALE_AFTER_DAYS = 180
 
-# An offer's region may list several places, '/'-separated ("us-east-1/us-west-1"); a marketplace's places are
-# themselves comma lists ("Denmark, DK, EU"), which a bare '/' runs together, so those are spaced apart.
-
-
-def region_places(region: object) -> list[str]:
-    """The places an offer's region field lists, in order."""
-    return [r.strip() for r in str(region or "").split("/") if r.strip()]
-
-
-def places_text(places: list[str]) -> str:
-    """'us-east-1/us-west-1', or 'CA, NA / Denmark, DK, EU' where a place is itself a comma list."""
-    return (" / " if any("," in p for p in places) else "/").join(places)
-
 
 class Gpu(BaseModel):
     """One accelerator model. All FLOP/s figures are dense (no 2:4 sparsity)."""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
-from gpuplan.catalog.records import places_text, region_places
+from gpuplan.display import region_full
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import summary_entry as calibration_summary
 from gpuplan.planner.candidates import (HOST_RAM_BASE_GB, filter_offer_rows, served_weights_gb, weight_lines,
@@ -374,7 +374,7 @@ def _why(plans: list[Plan], users_given: bool) -> list[str]:
     if not plans:
         return ["no offer can serve this traffic within the constraints; see 'not ranked'"]
     best = plans[0]
-    lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}, {places_text(region_places(best.region)) or '?'}): "
+    lines = [f"#1 {best.provider_name} {best.gpus}x {best.gpu} ({best.pricing}, {region_full(best.region) or '?'}): "
              f"${best.cost_usd:,.0f} for the horizon (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
              f"${best.cost_per_million_output_tokens_usd:,.3f} per M output tokens "
              f"(${best.cost_per_million_tokens_usd:,.3f} per M prompt and output tokens), TTFT "

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from gpuplan.catalog.catalog import Catalog
-from gpuplan.catalog.records import Offer, places_text, region_places
-from gpuplan.display import fmt_duration
+from gpuplan.catalog.records import Offer
+from gpuplan.display import fmt_duration, region_full
 from gpuplan.perf.calibration import summary_entry as calibration_summary
 from gpuplan.perf.training_estimate import LONGEST_WALL_DAYS
 from gpuplan.planner.candidates import DEFAULT_MAX_GPUS, HOST_RAM_BASE_GB, filter_offer_rows, without_gc
@@ -845,7 +845,7 @@ def _why(plans: list[Plan], deadline_h: float | None, target_h: float, flips: li
     if not plans:
         return ["no offer meets the constraints; see 'not ranked'"]
     best = plans[0]
-    lines = [f"#1 {best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}, {places_text(region_places(best.region)) or '?'}): "
+    lines = [f"#1 {best.provider_name} {best.nodes}x{best.gpus_per_node:g} {best.gpu} ({best.pricing}, {region_full(best.region) or '?'}): "
              f"${best.cost_usd:,.0f} expected (p10-p90 ${best.cost_p10_usd:,.0f}-${best.cost_p90_usd:,.0f}), "
              f"{fmt_duration(best.wall_hours)} (p90 {fmt_duration(best.wall_p90_hours)}); "
              f"widest uncertainty: {best.uncertainty.get('dominant', '?').replace('_', ' ')}"]

@@ -1110,7 +1110,7 @@
   }
 
   // An offer's region lists places '/'-separated; a marketplace's places are comma lists themselves
-  // ("CA, NA/Denmark, DK, EU"), spaced apart so they do not read as one place (as gpuplan.display does).
+  // ("CA, NA/Denmark, DK, EU"), spaced apart so they do not read as one place (as gpuplan.display.places_text does).
   function placesText(region) {
     const places = String(region || "").split("/").map((r) => r.trim()).filter(Boolean);
     return places.join(places.some((r) => r.includes(",")) ? " / " : "/");
