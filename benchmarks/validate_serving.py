@@ -29,6 +29,10 @@ mostly the same configurations.
 --forward 2025-09 also refits on the sources dated before that month only and predicts the newer ones (forward
 in time: how the estimator does on measurements newer than its fit).
 
+Under the error tables: the rows timing one configuration in two or more sources (a vendor's table re-measured at a
+later software release), their spread per regime (gpuplan.perf.repeatability): the floor under the error of an
+estimator that cannot see the release.
+
 --write-bands writes src/gpuplan/perf/data/serving-error-bands.json: per regime the held-out
 residual quantiles of log(predicted / measured) (p10, p50, p90, n), with the command and date.
 The shipped bands are written with --by-family (the stricter hold-out): plans carry the error
@@ -139,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  serving p90 APE    <= {TARGET_P90:.0f}%              {a['p90_ape']:.1f}%  {ok(a['p90_ape'] <= TARGET_P90)}")
         print(f"  no regime median   >  {TARGET_REGIME_MEDIAN:.0f}%              worst {worst[0]} {worst[1]:.1f}%  "
               f"{ok(worst[1] <= TARGET_REGIME_MEDIAN)}")
+    from repeat_spread import print_spread  # this folder
+
+    print_spread(v.serving_repeat_pairs(), "a serving run (output tokens/s)")
     if args.forward:
         try:
             fwd = v.forward_in_time(eff, args.forward, iters=args.iters, restarts=args.restarts,

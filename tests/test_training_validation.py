@@ -21,8 +21,8 @@ import pytest
 
 from gpuplan.perf.efficiency import FITTED_NAMES, default_efficiency
 from gpuplan.perf.error_bands import REGIMES, band_for, classify_fields, classify_training, time_band
-from gpuplan.perf.training_validation import (Linearized, err_pct, held_out_predictions, load_rows, predict,
-                                              prepare_row, row_gpu, row_model, source_groups)
+from gpuplan.perf.training_validation import (SOURCE_FAMILY_PREFIXES, Linearized, err_pct, held_out_predictions,
+                                              load_rows, predict, prepare_row, row_gpu, row_model, source_groups)
 from gpuplan.perf.training_shape import model_shape
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,6 +210,23 @@ def test_loso_drops_every_row_of_a_source():
     assert np.allclose(fit[:4], np.e, rtol=1e-3) and lin.fitted["eta_max"] == pytest.approx(0.66, abs=1e-3)
 
 
+def test_by_family_holds_a_publishers_releases_out_together():
+    """Megatron-Bridge 25.09 and 26.08 are one family (NVIDIA's table at two releases); MLPerf rounds are one; a
+    model card stays its own source."""
+    from gpuplan.perf.training_validation import source_family
+
+    assert source_family("megatron-bridge-25.09") == source_family("megatron-bridge-26.08") == "megatron-bridge"
+    assert source_family("mlperf-training-v4.0") == source_family("mlperf-training-v5.1") == "mlperf-training"
+    assert source_family("llama3-card-2024") == "llama3-card-2024"
+    preps = [_fake("megatron-bridge-25.09"), _fake("megatron-bridge-26.08"), _fake("llama3-card-2024")]
+    assert sorted(map(len, source_groups(preps))) == [1, 1, 1]
+    assert sorted(map(len, source_groups(preps, by_family=True))) == [1, 2]
+    # every family of the shipped rows has rows from more than one source, or it would not need a prefix
+    rows = [r for r in load_rows() if r["use"] == "1"]
+    for prefix in SOURCE_FAMILY_PREFIXES:
+        assert len({r["source_id"] for r in rows if r["source_id"].startswith(prefix)}) >= 2, prefix
+
+
 def test_loso_refits_goodput_without_the_source():
     """A wall-clock full run is predicted with goodput fitted on the other full runs only."""
     preps = [_fake("A", "FULL", 2.0), _fake("B", "FULL", 1.25), _fake("C", "FULL", 1.25)]
@@ -286,7 +303,7 @@ def test_forward_in_time_fits_on_the_older_rows_only():
 
 def test_error_bands_file():
     doc = json.loads(resources.files("gpuplan.perf.data").joinpath("training-error-bands.json").read_text())
-    assert "validate_training.py --write-bands" in doc["_source"]["command"]
+    assert "validate_training.py --write-bands --by-family" in doc["_source"]["command"]  # as the serving bands
     for g in REGIMES:
         b = doc["regimes"][g]
         assert b["n"] >= 5 and b["p10"] <= b["p50"] <= b["p90"]

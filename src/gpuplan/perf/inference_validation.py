@@ -128,6 +128,26 @@ def usable_rows() -> list[dict]:
     return [r for r in validation_rows() if r["use"] == "yes"]
 
 
+# What makes two serving rows "the same configuration": the model, hardware, layout, precisions, engine and load.
+REPEAT_KEY = ("model", "gpu", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "scenario",
+              "input_len", "output_len", "concurrency", "max_num_seqs")
+
+
+def serving_repeat_pairs() -> list[dict]:
+    """Usable rows measuring one configuration's output throughput (REPEAT_KEY) in successive sources, paired
+    (gpuplan.perf.repeatability)."""
+    from gpuplan.perf.repeatability import repeat_pairs
+
+    def tokens_per_s(r):
+        try:
+            return float(r["measured_output_tokens_per_s"])
+        except (TypeError, ValueError):
+            return None
+
+    return repeat_pairs(usable_rows(), key=lambda r: tuple((r.get(k) or "").strip() for k in REPEAT_KEY),
+                        value=tokens_per_s, regime=lambda r: r.get("regime") or "")
+
+
 def fit_rows() -> list[dict]:
     """Rows the fit may use: usable and with every input stated by the source (a row whose
     input length had to be assumed is validated, but it does not steer the parameters)."""

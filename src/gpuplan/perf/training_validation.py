@@ -330,6 +330,31 @@ def states_layout(row) -> bool:
     return row_fixed(row) != LayoutFixed()
 
 
+# What makes two throughput rows "the same configuration": everything the estimator reads from a row's layout and
+# workload (and whether an MoE run drops tokens); only the source (its software release, its date) differs.
+REPEAT_KEY = ("model_ref", "gpu_id", "precision", "method", "lora_rank", "gpu_count", "seq_len", "global_batch",
+              "micro_batch", "tp", "pp", "ep", "cp", "vp", "recompute", "fsdp", "framework")
+
+
+def measured_tokens_per_gpu_s(row) -> float | None:
+    """A throughput row's tokens per second per GPU: stated, or from its step time, global batch and count."""
+    stated = _f(row, "measured_tokens_per_s_per_gpu")
+    if stated:
+        return stated
+    step, batch, seq, n = (_f(row, k) for k in ("step_time_s", "global_batch", "seq_len", "gpu_count"))
+    return batch * seq / (step * n) if step and batch and seq and n else None
+
+
+def training_repeat_pairs() -> list[dict]:
+    """Usable throughput rows timing one configuration (REPEAT_KEY) in successive sources, paired
+    (gpuplan.perf.repeatability): how far a publisher's own table moves between software releases."""
+    from gpuplan.perf.repeatability import repeat_pairs
+
+    rows = [r for r in load_rows() if r["use"] == "1" and r["row_type"] == "THROUGHPUT"]
+    return repeat_pairs(rows, key=lambda r: (*((r.get(k) or "").strip() for k in REPEAT_KEY), token_dropping(r)),
+                        value=measured_tokens_per_gpu_s, regime=lambda r: r.get("regime") or "dense")
+
+
 def stated_layout_check(eff: TrainingEfficiency | None = None) -> list[dict]:
     """Whole runs whose sources publish their layout, predicted at the planner's layout (what a user asking for the
     GPU-hours gets: the headline) and at the stated one, both with `eff`: how much of a miss is the step-time physics
@@ -658,11 +683,23 @@ def held_out_predictions(preps: list, lin: Linearized, eff: TrainingEfficiency, 
     return out
 
 
-def source_groups(preps: list[PreparedRow]) -> list[list[int]]:
-    """Row indices by source: all rows of one paper, table or page leave together."""
+# Sources that are one publisher's table at successive software releases (or one benchmark suite's rounds): they
+# re-measure mostly the same recipes, so holding out one release leaves its siblings to predict it. Leave-one-family-
+# out (`--by-family`) holds a whole family out together.
+SOURCE_FAMILY_PREFIXES = ("megatron-bridge-", "mlperf-training-", "gaudi2-perf-", "nemo-perf-", "nemo-long-seq-")
+
+
+def source_family(source_id: str) -> str:
+    """The family of a training source: its publisher's table across releases, else the source itself."""
+    return next((p.rstrip("-") for p in SOURCE_FAMILY_PREFIXES if source_id.startswith(p)), source_id)
+
+
+def source_groups(preps: list[PreparedRow], by_family: bool = False) -> list[list[int]]:
+    """Row indices by source (all rows of one paper, table or page leave together), or by source family."""
     by: dict[str, list[int]] = {}
     for i, p in enumerate(preps):
-        by.setdefault(p.row.get("source_id") or f"row-{p.row['row']}", []).append(i)
+        sid = p.row.get("source_id") or f"row-{p.row['row']}"
+        by.setdefault(source_family(sid) if by_family else sid, []).append(i)
     return list(by.values())
 
 
@@ -679,14 +716,16 @@ def forward_in_time(preps: list[PreparedRow], eff: TrainingEfficiency, cutoff: s
             for i in newer]
 
 
-def validate(preps: list[PreparedRow], eff: TrainingEfficiency, quick: bool = False) -> tuple[list[dict], dict]:
+def validate(preps: list[PreparedRow], eff: TrainingEfficiency, quick: bool = False,
+             by_family: bool = False) -> tuple[list[dict], dict]:
     """Per row: measured; predictions with the shipped parameters ("predicted", "error_pct"), with parameters fitted
-    on every row ("fit"), leave-one-row-out ("loo") and leave-one-source-out ("loso"). Also returns the parameters
-    fitted on every row. `quick` predicts the leave-one-row-out rows with the linear model (no exact pass)."""
+    on every row ("fit"), leave-one-row-out ("loo") and leave-one-source-out ("loso"; with `by_family` the whole
+    source family is left out). Also returns the parameters fitted on every row. `quick` predicts the
+    leave-one-row-out rows with the linear model (no exact pass)."""
     res = evaluate(preps, eff)
     lin = linearize(preps, eff)
     fit = held_out_predictions(preps, lin, eff, [None])
-    loso = held_out_predictions(preps, lin, eff, source_groups(preps))
+    loso = held_out_predictions(preps, lin, eff, source_groups(preps, by_family))
     loo = held_out_predictions(preps, lin, eff, [[i] for i in range(len(preps))], exact=not quick)
     for r, p, f, a, b in zip(res, preps, fit, loso, loo):
         r.update(regime=row_regime(p), source_id=p.row.get("source_id", ""), fit=float(f), loso=float(a),

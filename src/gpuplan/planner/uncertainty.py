@@ -46,8 +46,8 @@ def ranking_scale(sigma):
 def estimator_regime(workload: str, *, is_moe: bool = False, method: str = "full", seq_len: int = 4096,
                      total_params: float = 0.0, active_params: float | None = None,
                      concurrency: int | None = None) -> tuple[str, float, str]:
-    """(regime, sigma, basis) of the estimator for this job: the measured leave-one-source-out band of
-    its regime where the validation wrote one, else the prior in uncertainty.json."""
+    """(regime, sigma, basis) of the estimator for this job: the measured held-out band of its regime where the
+    validation wrote one, else the prior in uncertainty.json."""
     if workload == "serve":
         if is_moe:
             # active parameters unknown: the wider (small-active) band, unknown is pessimistic
@@ -81,24 +81,32 @@ def regime_sigma(key: str) -> tuple[float, str]:
     drift = float(_data()["drift_sigma"]["sigma"])
     spread = (measured["p90"] - measured["p10"]) / (2 * Z90)
     sigma = math.sqrt(spread ** 2 + measured["p50"] ** 2 + drift ** 2)
-    basis = (f"{ref['file']} regime '{ref['regime']}': leave-one-source-out over {measured['n']} published rows, "
+    held = "leave-one-family-out" if measured["by_family"] else "leave-one-source-out"
+    basis = (f"{ref['file']} regime '{ref['regime']}': {held} over {measured['n']} published rows, "
              f"log(pred/measured) p10 {measured['p10']:+.2f} / p50 {measured['p50']:+.2f} / p90 {measured['p90']:+.2f}"
              f" (benchmarks/validate_{ref['file']}.py), widened by {drift:.2f} for newer hardware and software")
     return float(sigma), basis
 
 
 def _measured_band(kind: str, regime: str) -> dict | None:
+    """The regime's held-out residual band and whether its folds held out whole source families (`--by-family`)."""
     if kind == "training":
-        from gpuplan.perf.error_bands import band_for
+        from gpuplan.perf.error_bands import band_for, load_bands
+
+        command = lambda: load_bands().get("_source", {}).get("command", "")  # noqa: E731
     else:
         from gpuplan.perf.inference_validation import error_band as band_for
+        from gpuplan.perf.inference_validation import error_bands
+
+        command = lambda: error_bands().get("command", "")  # noqa: E731
     try:
         b = band_for(regime)
+        by_family = "--by-family" in command()
     except (OSError, ValueError):
         return None
     if not b or not b.get("n"):
         return None
-    return {k: float(b[k]) for k in ("p10", "p50", "p90")} | {"n": int(b["n"])}
+    return {k: float(b[k]) for k in ("p10", "p50", "p90")} | {"n": int(b["n"]), "by_family": by_family}
 
 
 def network_sigma(basis: str, multi_node: bool) -> float:
