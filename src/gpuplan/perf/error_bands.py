@@ -1,8 +1,8 @@
-"""Per-regime uncertainty of the training estimator, measured on sources held out of the fit.
+"""Per-regime uncertainty of the training estimator, measured leave-one-source-out.
 
-`benchmarks/validate_training.py --write-bands --by-family` writes data/training-error-bands.json: for each
+`benchmarks/validate_training.py --write-bands` writes data/training-error-bands.json: for each
 regime, quantiles (p10, p50, p90) of log(predicted / measured) over the rows of the validation set
-when every row's source family (a publisher's table across its releases, else the source) was held out of the fit. A planner turns a point estimate T into a band
+when every row's source was held out of the fit. A planner turns a point estimate T into a band
 T / exp(p90) .. T / exp(p10) (a positive log-ratio means the estimator is optimistic on time, so the
 true time is longer).
 
