@@ -154,3 +154,15 @@ def test_collapse_rows_buckets_match_the_linear_definition():
         limit = rng.randint(1, 12)  # only the rows a plan shows: the same rows and the same 'also at'
         assert collapse_rows(order, keys, costs, wheres, tol, limit=limit) == (
             kept[:limit], {i: w for i, w in also.items() if i in kept[:limit]})
+
+
+def test_estimator_basis_names_how_its_band_was_held_out():
+    """The training bands are written leave-one-source-out, the serving bands leave-one-family-out: each plan's
+    estimator basis says which, read from the band file's own command."""
+    from gpuplan.planner.uncertainty import estimator_regime
+
+    _, train_sigma, train_basis = estimator_regime("train", total_params=70e9)
+    _, serve_sigma, serve_basis = estimator_regime("serve", concurrency=64)
+    assert "leave-one-source-out" in train_basis and "family" not in train_basis
+    assert "leave-one-family-out" in serve_basis
+    assert 0.05 < train_sigma < 1.0 and 0.05 < serve_sigma < 1.0
