@@ -189,15 +189,14 @@ def main(argv: list[str]) -> int:
     print(f"({time.perf_counter() - t0:.1f} s)")
 
     if args.write_bands:
+        held_out = "source family (a publisher's table across its releases)" if args.by_family else "source"
         doc = {"_source": {"command": "python benchmarks/validate_training.py --write-bands"
                                       + (" --by-family" if args.by_family else ""),
                            "date": dt.date.today().isoformat(), "parameters": eff.source,
                            "rows": len(res), "refitted_parameters": fitted,
                            "sources": len({r["source_id"] for r in res}),
-                           "meaning": "quantiles of log(predicted/measured) per regime, every row predicted with its "
-                                      + ("source family (a publisher's table across its releases)" if args.by_family
-                                         else "source") + " left out of the fit (all fitted parameters refitted on "
-                                      "the model "
+                           "meaning": f"quantiles of log(predicted/measured) per regime, every row predicted with its "
+                                      f"{held_out} left out of the fit (all fitted parameters refitted on the model "
                                       "linearized at the shipped point, held-out rows predicted exactly; regimes: "
                                       "gpuplan.perf.error_bands); a positive value means the estimator predicted "
                                       "more time/GPU-hours than measured"},

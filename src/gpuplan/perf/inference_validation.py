@@ -136,7 +136,7 @@ REPEAT_KEY = ("model", "gpu", "n_gpus", "tp", "ep", "dp_attention", "precision",
 def serving_repeat_pairs() -> list[dict]:
     """Usable rows measuring one configuration's output throughput (REPEAT_KEY) in successive sources, paired
     (gpuplan.perf.repeatability)."""
-    from gpuplan.perf.repeatability import repeat_pairs
+    from gpuplan.perf.repeatability import fields_key, repeat_pairs
 
     def tokens_per_s(r):
         try:
@@ -144,7 +144,7 @@ def serving_repeat_pairs() -> list[dict]:
         except (TypeError, ValueError):
             return None
 
-    return repeat_pairs(usable_rows(), key=lambda r: tuple((r.get(k) or "").strip() for k in REPEAT_KEY),
+    return repeat_pairs(usable_rows(), key=fields_key(REPEAT_KEY),
                         value=tokens_per_s, regime=lambda r: r.get("regime") or "")
 
 

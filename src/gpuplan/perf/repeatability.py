@@ -15,6 +15,11 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 
+def fields_key(fields: tuple[str, ...]) -> Callable[[dict], tuple]:
+    """A configuration key from a row's stated fields (blank and missing read alike)."""
+    return lambda r: tuple((r.get(k) or "").strip() for k in fields)
+
+
 def repeat_pairs(rows: Iterable[dict], key: Callable[[dict], tuple], value: Callable[[dict], float | None],
                  regime: Callable[[dict], str]) -> list[dict]:
     """Consecutive measurements (by `source_date`) of one configuration `key` from different `source_id`s:
@@ -54,4 +59,3 @@ def spread_table(pairs: list[dict]) -> list[dict]:
                     "p90_pct": 100 * math.expm1(float(np.percentile(a, 90))),
                     "signed_median_pct": 100 * math.expm1(float(np.median(lr)))})
     return out
-

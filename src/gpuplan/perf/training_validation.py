@@ -348,10 +348,11 @@ def measured_tokens_per_gpu_s(row) -> float | None:
 def training_repeat_pairs() -> list[dict]:
     """Usable throughput rows timing one configuration (REPEAT_KEY) in successive sources, paired
     (gpuplan.perf.repeatability): how far a publisher's own table moves between software releases."""
-    from gpuplan.perf.repeatability import repeat_pairs
+    from gpuplan.perf.repeatability import fields_key, repeat_pairs
 
     rows = [r for r in load_rows() if r["use"] == "1" and r["row_type"] == "THROUGHPUT"]
-    return repeat_pairs(rows, key=lambda r: (*((r.get(k) or "").strip() for k in REPEAT_KEY), token_dropping(r)),
+    stated = fields_key(REPEAT_KEY)
+    return repeat_pairs(rows, key=lambda r: (*stated(r), token_dropping(r)),
                         value=measured_tokens_per_gpu_s, regime=lambda r: r.get("regime") or "dense")
 
 

@@ -92,16 +92,13 @@ def _measured_band(kind: str, regime: str) -> dict | None:
     """The regime's held-out residual band and whether its folds held out whole source families (`--by-family`)."""
     if kind == "training":
         from gpuplan.perf.error_bands import band_for, load_bands
-
-        command = lambda: load_bands().get("_source", {}).get("command", "")  # noqa: E731
     else:
         from gpuplan.perf.inference_validation import error_band as band_for
-        from gpuplan.perf.inference_validation import error_bands
-
-        command = lambda: error_bands().get("command", "")  # noqa: E731
+        from gpuplan.perf.inference_validation import error_bands as load_bands
     try:
         b = band_for(regime)
-        by_family = "--by-family" in command()
+        doc = load_bands()
+        by_family = "--by-family" in doc.get("_source", doc).get("command", "")  # training keeps it under _source
     except (OSError, ValueError):
         return None
     if not b or not b.get("n"):
