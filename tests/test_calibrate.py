@@ -329,6 +329,8 @@ BAD_FILES = [
     ("unknown engine", ["serve,llama-3.1-8b,H100-SXM,,,1,,,,,,,bf16,,,,,fastllm,1000,1000,,100"], None,
      "unknown engine 'fastllm'"),
     ("ragged", [GOOD + ",extra,more"], None, "fields, the header has"),
+    ("impossible etp", None, "kind,model,gpu,n_gpus,tp,pp,etp,micro_batch,global_batch,seq_len,step_time_s\n"
+                             "train,qwen3-30b-a3b,H100-SXM,8,2,1,4,1,64,4096,2.0\n", "etp 4: the experts' tensor"),
 ]
 
 

@@ -501,6 +501,18 @@ def test_model_parallel_layout_launches_megatron_with_the_models_shape():
     assert "--data-parallel-sharding-strategy optim_grads " in megatron_args_line(z2, result.summary)
 
 
+def test_folded_experts_launch_with_their_own_tensor_parallel_size():
+    result = load("train_aws_h100_spot.json")  # tp=8
+    plan = result.plans[0]
+    split = plan.model_copy(update={"layout": plan.layout.model_copy(update={"ep": 8})})
+    folded = plan.model_copy(update={"layout": plan.layout.model_copy(update={"ep": 8, "etp": 1})})
+    assert "--expert-tensor-parallel-size" not in megatron_args_line(split, result.summary)  # Megatron's default: tp
+    assert "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 " in megatron_args_line(folded,
+                                                                                              result.summary)
+    assert train_env(make_context(folded, result.summary, ExportOptions()))["ETP_SIZE"] == "1"
+    assert train_env(make_context(split, result.summary, ExportOptions()))["ETP_SIZE"] == "8"
+
+
 def megatron_args_line(plan, summary) -> str:
     return " ".join(megatron_args(make_context(plan, summary, ExportOptions()))) + " "
 

@@ -212,7 +212,10 @@ def test_page_layout_text_is_display_layout_text():
     from gpuplan.display import layout_text
 
     layouts = [{"tp": 1, "pp": 1, "cp": 1, "ep": 1, "dp": 64, "zero": 1}, {"tp": 8, "pp": 4, "cp": 2, "ep": 1, "dp": 16, "zero": 0},
-               {"tp": 4, "pp": 1, "cp": 1, "ep": 8, "dp": 2, "zero": 3}]
+               {"tp": 4, "pp": 1, "cp": 1, "ep": 8, "dp": 2, "zero": 3},
+               {"tp": 2, "pp": 8, "cp": 1, "ep": 32, "etp": 1, "dp": 16, "zero": 1},
+               {"tp": 2, "pp": 8, "cp": 1, "ep": 8, "etp": None, "dp": 16, "zero": 1}]
+    assert layout_text(layouts[3]) == "TP2 PP8 EP32 ETP1 DP16 ZeRO-1"
     src = (static_dir() / "app.js").read_text()
     funcs = [re.search(rf"\n\s*function {n}\([^\n]*}}\n", src) or re.search(rf"\n(\s*)function {n}\(.*?\n\1}}\n", src, re.S)
              for n in ("isNum", "layoutText")]

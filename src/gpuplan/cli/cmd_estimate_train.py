@@ -59,6 +59,7 @@ def train_command(
     pp: _int_opt("--pp", "Pipeline stages (default: searched).") = None,
     cp: _int_opt("--cp", "Context parallel size (default: searched).") = None,
     ep: _int_opt("--ep", "Expert parallel size, MoE (default: searched).") = None,
+    etp: _int_opt("--etp", "MoE: the experts' tensor parallel size, 1 (folded whole over the TP ranks) or the TP size (default: searched).") = None,
     vp: _int_opt("--vp", "Interleaved pipeline chunks per GPU (default: searched).") = None,
     recompute: RecomputeOpt = None,
     zero: ZeroOpt = None,
@@ -88,8 +89,8 @@ def train_command(
     req = build_request(TrainEstimateRequest,
         model=model, params=params, active_params=active_params, tokens=tokens, epochs=epochs,
         dataset_tokens=dataset_tokens, gpu=gpu, gpus=gpus, precision=precision, seq_len=seq_len,
-        sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
-        recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
+        sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
+        vp=vp, recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
         flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers, framework=framework)
     est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)
@@ -105,7 +106,8 @@ def train_command(
 
 
 def _layout_text(lay) -> str:
-    return (f"TP{lay.tp} PP{lay.pp} DP{lay.dp} CP{lay.cp} EP{lay.ep} VP{lay.vp}, micro-batch {lay.micro_batch} "
+    etp = f" ETP{lay.etp}" if lay.etp < lay.tp else ""
+    return (f"TP{lay.tp} PP{lay.pp} DP{lay.dp} CP{lay.cp} EP{lay.ep}{etp} VP{lay.vp}, micro-batch {lay.micro_batch} "
             f"x {lay.micro_batches}, recompute {lay.recompute}, ZeRO-{lay.zero}")
 
 
@@ -166,6 +168,7 @@ def memory_command(
     pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
     cp: Annotated[int, typer.Option("--cp", help="Context parallel size.")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="Expert parallel size (MoE).")] = 1,
+    etp: Annotated[Optional[int], typer.Option("--etp", help="MoE: the experts' tensor parallel size, 1 (folded whole over the TP ranks) or the TP size (default).")] = None,
     vp: Annotated[int, typer.Option("--vp", help="Interleaved pipeline chunks per GPU.")] = 1,
     recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
     zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3.")] = 0,
@@ -186,7 +189,7 @@ def memory_command(
     if fp32_grads:
         wl = wl.model_copy(update={"fp32_grads": True})
     est = estimate_memory(spec, wl, gpu, gpus, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch,
-                          recompute=recompute, zero=zero, vp=vp)
+                          recompute=recompute, zero=zero, vp=vp, etp=etp)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json
 
@@ -198,7 +201,7 @@ def memory_command(
         rows.append({"part": "total", "gb": est.memory_per_gpu_gb})
         lay = est.layout
         typer.echo(f"{est.model} {est.method} {wl.precision}: TP{lay['tp']} PP{lay['pp']} DP{lay['dp']} CP{lay['cp']} "
-                   f"EP{lay['ep']} VP{lay['vp']}, micro-batch {lay['micro_batch']} x {wl.seq_len} tokens, "
+                   f"EP{lay['ep']}{' ETP1' if lay['etp'] < lay['tp'] else ''} VP{lay['vp']}, micro-batch {lay['micro_batch']} x {wl.seq_len} tokens, "
                    f"recompute {lay['recompute']}, ZeRO-{lay['zero']}")
         title = "memory per GPU"
         cap = None

@@ -283,6 +283,7 @@ def train_env(ctx: Context) -> dict[str, str]:
         "MODEL": s.get("model", ""),
         "NNODES": p.nodes, "GPUS_PER_NODE": ctx.gpus_per_node, "WORLD_SIZE_GPUS": p.gpus,
         "TP_SIZE": lay.tp, "PP_SIZE": lay.pp, "CP_SIZE": lay.cp, "DP_SIZE": lay.dp, "EP_SIZE": lay.ep,
+        "ETP_SIZE": lay.tp if lay.etp is None else lay.etp,
         "PRECISION": p.precision,
     }
     if lay.micro_batch is not None:
@@ -552,6 +553,8 @@ def megatron_args(ctx: Context) -> list[str]:
         args += ["--context-parallel-size", str(lay.cp)]
     if lay.ep > 1:
         args += ["--expert-model-parallel-size", str(lay.ep)]
+    if lay.etp is not None and lay.etp < lay.tp:  # experts folded whole over the TP ranks (MoE parallel folding)
+        args += ["--expert-tensor-parallel-size", str(lay.etp)]
     if lay.tp > 1:
         args += ["--sequence-parallel"]
     if lay.micro_batch is not None:

@@ -14,7 +14,7 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
     kind=train   model, gpu, n_gpus, tp, pp, micro_batch, global_batch, seq_len,
                  and step_time_s (seconds per optimizer step) or tokens_per_s (the whole job);
                  optional: gpus_per_node (8), dp (checked against n_gpus / (tp x pp x cp)), cp (1),
-                 ep (1), vp, method (full | lora | qlora; full), precision (bf16), recompute
+                 ep (1), etp (MoE experts' tensor parallelism: 1 folded, or tp; searched when empty), vp, method (full | lora | qlora; full), precision (bf16), recompute
                  (none | selective | full; searched when empty), zero (0-3; searched when empty),
                  lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU),
                  sample_len (mean example length when short examples are packed; <= seq_len),
@@ -530,6 +530,9 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
         raise _RowError(f"{where}: dp {dp} != n_gpus / (tp x pp x cp) = {n // (tp * pp * cp)}")
     dp = n // (tp * pp * cp)
     vp = _opt_int(row, "vp", where)
+    etp = _opt_int(row, "etp", where)
+    if etp is not None and etp not in (1, tp):
+        raise _RowError(f"{where}: etp {etp}: the experts' tensor parallel size is 1 (folded) or tp ({tp})")
     zero = _opt_int(row, "zero", where, lo=0)
     method = (_cell(row, "method") or "full").lower()
     if method not in ("full", "lora", "qlora"):
@@ -555,7 +558,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     if step is not None and tps is not None and abs(math.log(tps / speed)) > 0.05:
         raise _RowError(f"{where}: step_time_s and tokens_per_s disagree (global_batch x seq_len / step_time_s = "
                         f"{speed:,.0f} tokens/s, tokens_per_s {tps:,.0f})")
-    args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
+    args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
                 global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample,
                 framework=framework)
@@ -691,7 +694,7 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
                                lora_targets=a["lora_targets"], sample_len=a.get("sample_len"),
                                framework=a.get("framework", "megatron"))
             est = estimate_training(run.model, wl, run.gpu, a["n_gpus"], tp=a["tp"], pp=a["pp"], dp=a["dp"],
-                                    cp=a["cp"], ep=a["ep"], vp=a["vp"], micro_batch=a["micro_batch"],
+                                    cp=a["cp"], ep=a["ep"], etp=a.get("etp"), vp=a["vp"], micro_batch=a["micro_batch"],
                                     recompute=a["recompute"], zero=a["zero"], gpus_per_node=a["gpus_per_node"],
                                     inter_node_gbps_per_gpu=a["inter_node_gbps_per_gpu"], n_runners_up=0)
             if not est.fits:

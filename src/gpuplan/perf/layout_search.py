@@ -6,8 +6,10 @@ differently).
 Rules (each failure is counted under its own reason):
 - TP stays inside the node (`gpus_per_node`) and divides the attention heads (and KV heads, or
   is a multiple of them); TP is a power of two;
-- PP stages <= layers (uneven splits are allowed: the fullest stage sets the pace);
-- tp·pp·cp divides the GPU count (dp is the quotient); EP divides the experts and dp·cp;
+- PP stages <= layers (uneven splits are allowed: the fullest stage sets the pace); interleaved chunks
+  (vp) split a stage's layers evenly, unless the user pins vp (then at least one layer per chunk);
+- tp·pp·cp divides the GPU count (dp is the quotient); EP divides the experts and dp·cp, or, with the
+  experts folded whole over the TP ranks (etp 1, Megatron's MoE parallel folding), tp·dp·cp;
 - a user-given global batch must divide by dp·micro-batch; a default batch is rounded up to
   the nearest multiple instead (what practitioners do);
 - CP splits the sequence into chunks of at least 4096 tokens (2 per rank for load balance);
@@ -42,7 +44,9 @@ GRID_MICRO_BATCH_CHOICES = (1, 4)
 MIN_CP_CHUNK = 4096
 ZERO_CHOICES = (1, 2, 3)  # ZeRO-0 is never better than 1 (same traffic, more memory) unless asked for
 VP_CHOICES = (1, 2, 4)
-LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero", "vp")
+# The layout arguments of step_time_s and memory_breakdown_bytes, in their positional order; etp is a keyword.
+STEP_KEYS = ("tp", "pp", "dp", "cp", "ep", "micro_batch", "recompute", "zero", "vp")
+LAYOUT_KEYS = (*STEP_KEYS, "etp")
 # A layout keeps this share of HBM free on top of the framework overhead: the caching allocator's
 # fragmentation and NCCL's buffers (PyTorch runs near 100% end in OOMs; 90-95% is the practical ceiling).
 MEMORY_HEADROOM = 0.05
@@ -66,6 +70,7 @@ class LayoutFixed:
     recompute: int | None = None  # 0 none, 1 selective, 2 full
     zero: int | None = None
     vp: int | None = None
+    etp: int | None = None  # routed experts' tensor parallelism: 1 (folded) or tp
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in LAYOUT_KEYS}
@@ -102,6 +107,11 @@ def validate_fixed(shape: ModelShape, wl: TrainingWorkload, fixed: LayoutFixed, 
             raise UsageError(f"ep={fixed.ep} needs a mixture-of-experts model; {shape.name} is dense")
         if shape.n_experts % fixed.ep:
             raise UsageError(f"ep={fixed.ep} does not divide the model's {shape.n_experts} experts")
+    if fixed.etp is not None and fixed.etp > 1:
+        if fixed.tp is not None and fixed.etp != fixed.tp:
+            raise UsageError(f"etp={fixed.etp}: the experts' tensor parallelism is 1 (folded) or the tp size ({fixed.tp})")
+    if fixed.etp is not None and fixed.etp != 1 and not shape.is_moe:
+        raise UsageError(f"etp={fixed.etp} needs a mixture-of-experts model; {shape.name} is dense")
     if fixed.vp is not None and fixed.vp > 1 and fixed.pp == 1:
         raise UsageError("an interleaved pipeline (vp > 1) needs pp > 1")
     if fixed.micro_batch is not None and wl.global_batch is not None and fixed.micro_batch > wl.global_batch:
@@ -156,17 +166,29 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     r_opts = np.array([fixed.recompute] if fixed.recompute is not None else rc_default, dtype=np.int64)
     z_opts = np.array([fixed.zero] if fixed.zero is not None else ZERO_CHOICES, dtype=np.int64)
     v_opts = np.array([fixed.vp] if fixed.vp else VP_CHOICES, dtype=np.int64)
+    # Folded experts (1) or split over TP like the dense layers (0); folding only means something with TP > 1.
+    f_opts = np.array(([1] if fixed.etp == 1 else [0] if fixed.etp else [0, 1]) if shape.is_moe else [0],
+                      dtype=np.int64)
 
     # Cartesian product of the triples with the small option lists, by index arithmetic.
-    sizes = [len(tcp), len(e_opts), len(b_opts), len(r_opts), len(z_opts), len(v_opts)]
+    sizes = [len(tcp), len(e_opts), len(b_opts), len(r_opts), len(z_opts), len(v_opts), len(f_opts)]
     idx = np.indices(sizes).reshape(len(sizes), -1)
     ci, t, c, p = (tcp[idx[0], k] for k in range(4))
     e, b, r, z, v = e_opts[idx[1]], b_opts[idx[2]], r_opts[idx[3]], z_opts[idx[4]], v_opts[idx[5]]
+    f = f_opts[idx[6]]
     n = counts[ci]
     d = n // (t * c * p)
-    # Interleaving only with a pipeline, and only when each chunk keeps whole layers.
-    keep = (v == 1) | ((p > 1) & (np.ceil(shape.n_layers / p) % v == 0))
-    ci, t, c, p, e, b, r, z, v, n, d = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d))
+    # Interleaving only with a pipeline, and only when each chunk keeps whole layers: the stage's layers split
+    # evenly, or, for a vp the user pinned (Megatron's custom pipeline layouts split 61 layers over 16 chunks), at
+    # least one layer per chunk, the fullest chunk setting the pace.
+    lps = np.ceil(shape.n_layers / p)
+    keep = (v == 1) | ((p > 1) & ((lps % v == 0) | ((lps >= v) if fixed.vp else False)))
+    if fixed.etp != 1:
+        keep &= (f == 0) | (t > 1)  # with TP 1, folding changes nothing: keep one copy
+    if fixed.etp and fixed.etp > 1:
+        keep &= t == fixed.etp
+    ci, t, c, p, e, b, r, z, v, n, d, f = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f))
+    et = np.where(f == 1, 1, t)
 
     B = wl.batch
     if wl.batch_fixed:
@@ -187,9 +209,9 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     if not wl.batch_fixed:
         mark(b > np.maximum(B // np.maximum(d, 1), 1) * 2, 3)  # micro-batch far above the per-replica batch
     if shape.is_moe:
-        mark((d * c) % e != 0, 4)
+        mark((t * d * c) % (et * e) != 0, 4)
     return {"count_idx": ci, "n": n, "tp": t, "pp": p, "dp": d, "cp": c, "ep": e, "micro_batch": b,
-            "recompute": r, "zero": z, "vp": v, "reason": reason, "batch": batch}
+            "recompute": r, "zero": z, "vp": v, "etp": et, "reason": reason, "batch": batch}
 
 
 @dataclass
@@ -242,9 +264,9 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
         if idx.size:
             sub = {k: lay[k][idx] for k in LAYOUT_KEYS}
             one = _select(feats, g)
-            res = step_time_s(shape, wl, one, eff, sub["tp"], sub["pp"], sub["dp"], sub["cp"], sub["ep"],
-                              sub["micro_batch"], sub["recompute"], sub["zero"], sub["vp"], lay["batch"][idx],
-                              gpus_per_node, inter[g], attention=attention, efficiency_override=efficiency_override)
+            res = step_time_s(shape, wl, one, eff, *(sub[k] for k in STEP_KEYS), lay["batch"][idx],
+                              gpus_per_node, inter[g], attention=attention, efficiency_override=efficiency_override,
+                              etp=sub["etp"])
             tt = np.broadcast_to(res["total"], idx.shape)
             score = tt / _useful_batch(lay["batch"][idx], wl)
             groups, _gmin, garg = _group_argmin(ci[idx], score)
@@ -311,9 +333,8 @@ def _layouts_and_memory_uncached(key, shape, wl, counts, gpus_per_node, fixed, g
     if not keep_invalid:  # sweeps: structurally invalid layouts need neither memory nor time
         keep = lay["reason"] < 0
         lay = {k: a[keep] for k, a in lay.items()}
-    mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
-                                 lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"],
-                                 overhead_gib=overhead_gib)
+    mem = memory_breakdown_bytes(shape, wl, *(lay[k] for k in STEP_KEYS), global_batch=lay["batch"],
+                                 overhead_gib=overhead_gib, etp=lay["etp"])
     with _LAYOUT_CACHE_LOCK:
         _LAYOUT_CACHE[key] = (lay, mem)
         while len(_LAYOUT_CACHE) > _LAYOUT_CACHE_SIZE:

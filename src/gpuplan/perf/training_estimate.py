@@ -21,7 +21,7 @@ from gpuplan.errors import UsageError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import calibration_entry, token as calibration_token
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import LAYOUT_KEYS, REASONS, LayoutFixed, search_layouts, validate_fixed
+from gpuplan.perf.layout_search import LAYOUT_KEYS, REASONS, STEP_KEYS, LayoutFixed, search_layouts, validate_fixed
 from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
@@ -59,6 +59,8 @@ class Layout(BaseModel):
     recompute: str
     zero: int
     vp: int
+    etp: int = Field(description="routed experts' tensor parallelism: tp, or 1 with the experts folded whole over "
+                                 "the TP ranks (Megatron's MoE parallel folding)")
     global_batch: int = Field(description="sequences per optimizer step")
     micro_batches: int = Field(description="micro-batches per step per pipeline")
 
@@ -166,9 +168,9 @@ def _check_gpn(gpus_per_node) -> int:
     return int(gpus_per_node)
 
 
-def _fixed(shape, wl, gpn, tp, pp, dp, cp, ep, micro_batch, recompute, zero, vp) -> LayoutFixed:
+def _fixed(shape, wl, gpn, tp, pp, dp, cp, ep, micro_batch, recompute, zero, vp, etp=None) -> LayoutFixed:
     fixed = LayoutFixed(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, micro_batch=micro_batch,
-                        recompute=_recompute_code(recompute), zero=zero, vp=vp)
+                        recompute=_recompute_code(recompute), zero=zero, vp=vp, etp=etp)
     validate_fixed(shape, wl, fixed, gpn)
     return fixed
 
@@ -385,8 +387,8 @@ def _choose_count_throughput(grid: TrainingGrid) -> tuple[int, str]:
 def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None = None, *,
                       tp: int | None = None, pp: int | None = None, dp: int | None = None, cp: int | None = None,
                       ep: int | None = None, micro_batch: int | None = None, recompute=None, zero: int | None = None,
-                      vp: int | None = None, inter_node_gbps_per_gpu=None, gpus_per_node: int = 8,
-                      goodput: float | None = None, efficiency: float | None = None,
+                      vp: int | None = None, etp: int | None = None, inter_node_gbps_per_gpu=None,
+                      gpus_per_node: int = 8, goodput: float | None = None, efficiency: float | None = None,
                       deadline_days: float | None = None, attention: str = "causal",
                       overhead_gib: float | None = None, efficiency_params: TrainingEfficiency | None = None,
                       n_runners_up: int = 5, count_policy: str = "auto") -> TrainingEstimate:
@@ -417,7 +419,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     eff = _eff(efficiency_params)
     inter = inter_node_bytes_per_s(inter_node_gbps_per_gpu, eff)
     layout_args = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, recompute=recompute,
-                       zero=zero, vp=vp)
+                       zero=zero, vp=vp, etp=etp)
     fixed = _fixed(shape, workload, gpn, **layout_args)
     notes: list[str] = list(capability_notes)
     deadline_h = (deadline_days or DEFAULT_DEADLINE_DAYS) * 24
@@ -460,8 +462,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
 
     def time_of(idx):
         idx = np.atleast_1d(idx)
-        return step_time_s(shape, workload, one, eff, *(lay[k][idx] for k in LAYOUT_KEYS), lay["batch"][idx],
-                           gpn, inter, attention=attention, efficiency_override=efficiency)
+        return step_time_s(shape, workload, one, eff, *(lay[k][idx] for k in STEP_KEYS), lay["batch"][idx],
+                           gpn, inter, attention=attention, efficiency_override=efficiency, etp=lay["etp"][idx])
 
     parts = time_of(i)
     step = float(parts["total"][0])
@@ -590,7 +592,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
 
 def estimate_memory(model, workload: TrainingWorkload, gpu=None, n_gpus: int = 1, *, tp: int = 1, pp: int = 1,
                     cp: int = 1, ep: int = 1, micro_batch: int = 1, recompute="none", zero: int = 0, vp: int = 1,
-                    gpus_per_node: int = 8, overhead_gib: float | None = None) -> MemoryEstimate:
+                    gpus_per_node: int = 8, overhead_gib: float | None = None, etp: int | None = None) -> MemoryEstimate:
     """Memory per GPU for one explicit layout (dp = n_gpus / (tp·pp·cp)); no search, no time."""
     spec = _model(model)
     shape = model_shape(spec)
@@ -598,13 +600,16 @@ def estimate_memory(model, workload: TrainingWorkload, gpu=None, n_gpus: int = 1
     n = _check_count(n_gpus)
     gpn = _check_gpn(gpus_per_node)
     rc = _recompute_code(recompute)
-    fixed = LayoutFixed(tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, recompute=rc, zero=zero, vp=vp)
+    fixed = LayoutFixed(tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, recompute=rc, zero=zero, vp=vp, etp=etp)
     validate_fixed(shape, workload, fixed, max(gpn, tp if isinstance(tp, int) else 1))
     if n % (tp * pp * cp):
         raise UsageError(f"tp x pp x cp = {tp * pp * cp} does not divide {n} GPUs")
     d = n // (tp * pp * cp)
-    if shape.is_moe and (d * cp) % ep:
-        raise UsageError(f"ep={ep} does not divide dp x cp = {d * cp}")
+    et = tp if etp is None else etp
+    if shape.is_moe and (tp * d * cp) % (et * ep):
+        raise UsageError(f"ep={ep} x etp={et} does not divide tp x dp x cp = {tp * d * cp}" if et == 1 else
+                         f"ep={ep} does not divide dp x cp = {d * cp} (with etp=1, the experts folded over TP, "
+                         f"it need only divide tp x dp x cp)")
     if overhead_gib is not None and (not math.isfinite(overhead_gib) or not 0 <= overhead_gib <= 1000):
         raise UsageError(f"overhead_gib must be in 0..1000, got {overhead_gib!r}")
     B = workload.batch
@@ -612,12 +617,12 @@ def estimate_memory(model, workload: TrainingWorkload, gpu=None, n_gpus: int = 1
         raise UsageError(f"global batch {B} does not divide by dp x micro-batch = {d * micro_batch}")
     batch = B if workload.batch_fixed else -(-B // (d * micro_batch)) * d * micro_batch
     mem = memory_breakdown_bytes(shape, workload, tp, pp, d, cp, ep, micro_batch, rc, zero, vp, global_batch=batch,
-                                 overhead_gib=overhead_gib)
+                                 overhead_gib=overhead_gib, etp=et)
     total = float(mem["total"])
     shortfall = max(0.0, (total - g.memory_bytes) / 1e9) if g else 0.0
     return MemoryEstimate(
         model=spec.name, gpu=g.id if g else None, method=workload.method,
-        layout={"tp": tp, "pp": pp, "dp": d, "cp": cp, "ep": ep, "micro_batch": micro_batch,
+        layout={"tp": tp, "pp": pp, "dp": d, "cp": cp, "ep": ep, "etp": et, "micro_batch": micro_batch,
                 "recompute": RECOMPUTE_NAMES[rc], "zero": zero, "vp": vp, "global_batch": batch},
         memory_per_gpu_gb=total / 1e9, memory_per_gpu_gib=total / GIB,
         memory={k: float(mem[k]) / 1e9 for k in MEMORY_PARTS},

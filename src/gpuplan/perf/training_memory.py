@@ -3,8 +3,8 @@
 Model states follow the ZeRO / Megatron accounting (formulas.md §2.1): bf16 weights (2 B),
 gradients (2 B, or 4 B with fp32 accumulation buffers), Adam fp32 master + m + v (12 B),
 sharded over the data-parallel ranks by ZeRO stage (1 = distributed optimizer: optimizer states;
-2: + gradients; 3: + weights). Experts are split over the expert-parallel ranks and sharded over
-the expert-data-parallel ranks (d·c/e).
+2: + gradients; 3: + weights). Experts are split over the expert-parallel ranks (and the TP ranks,
+unless folded whole over them: etp 1) and sharded over the expert-data-parallel ranks (t·d·c/(etp·e)).
 
 Activations follow Korthikanti et al. 2022 (formulas.md §2.2) in the SwiGLU-general form
 `s·b·h·(18 + 4F/h)/t` per layer with sequence parallelism, divided by context parallelism;
@@ -47,12 +47,14 @@ def _arr(x) -> np.ndarray:
 
 
 def memory_breakdown_bytes(shape: ModelShape, wl: TrainingWorkload, t, p, d, c, e, b, recompute, zero, v,
-                           global_batch=None, overhead_gib: float | None = None) -> dict[str, np.ndarray]:
+                           global_batch=None, overhead_gib: float | None = None, etp=None) -> dict[str, np.ndarray]:
     """Bytes per GPU of the worse pipeline stage, by part, plus 'total'. Layout args are arrays.
 
     recompute: 0 none, 1 selective, 2 full. zero: 0-3. v: interleaved chunks per GPU (1 = plain 1F1B).
+    etp: the routed experts' tensor-parallel size, t (None) or 1 (folded: each expert whole on its EP rank).
     """
     t, p, d, c, e, b, rc, z, v = (_arr(x) for x in (t, p, d, c, e, b, recompute, zero, v))
+    et = t if etp is None else np.minimum(_arr(etp), t)
     B = _arr(wl.batch if global_batch is None else global_batch)
     L = shape.n_layers
     h = float(shape.hidden)
@@ -66,9 +68,9 @@ def memory_breakdown_bytes(shape: ModelShape, wl: TrainingWorkload, t, p, d, c, 
     emb_first = shape.embed_in_params + np.where(multi_stage, 0.0, shape.embed_out_params)
     emb_last = np.where(multi_stage, shape.embed_out_params if not shape.tied else shape.embed_in_params,
                         shape.embed_in_params + shape.embed_out_params)
-    experts = shape.expert_params_total * stage_frac / (t * e)
+    experts = shape.expert_params_total * stage_frac / (et * e)
     dp_shard = d * c
-    ep_shard = np.maximum(dp_shard / e, 1.0)
+    ep_shard = np.maximum(t * dp_shard / (et * e), 1.0)  # expert-data-parallel copies of each expert shard
     g_b = 4.0 if wl.fp32_grads else 2.0
     o_b = OPTIMIZER_BYTES[wl.optimizer]
 

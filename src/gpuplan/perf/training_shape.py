@@ -41,6 +41,7 @@ class ModelShape:
     ffn_io_active_per_layer: float = 0.0  # sum of (in + out) widths of the FFN matrices a token passes, average layer
     local_attention_window: int | None = None  # interleaved local layers (Gemma 3, Llama 4 chunks, gpt-oss)
     n_local_attention_layers: int = 0
+    shared_experts: bool = False  # MoE layers also run a dense shared expert (tensor-parallel like the attention)
 
     @property
     def attention_io_per_layer(self) -> float:
@@ -109,4 +110,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         ffn_io_active_per_layer=float(ffn_io_active),
         local_attention_window=getattr(m, "local_attention_window", None),
         n_local_attention_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
+        shared_experts=bool(m.is_moe and shared),
     )

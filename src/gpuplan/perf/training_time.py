@@ -6,7 +6,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
 - compute: hardware FLOPs of one micro-batch on one GPU (stage share, uneven stages pay the
   fullest stage) at the GPU's achieved efficiency (efficiency.py), times m micro-batches, split
   into dense GEMMs (slowed 1 + m_half/M for M token rows per micro-batch), routed-expert GEMMs
-  (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows; times
+  (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows, 1/t of that with
+  experts folded whole over the TP ranks (etp 1, which also drops the MoE block's TP collectives); times
   the load imbalance of the busiest rank) and the attention core (always the causal work the
   kernels do, at `attn_ratio` of the wide-layer GEMM efficiency whatever the hidden size, slower for heads narrower
   than 128 (`attn_dhalf`), at the bf16 peak even in FP8 runs, and on Hopper / Blackwell at `pytorch_attn_ratio` of
@@ -14,7 +15,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
   micro-batch, memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
   MoE permutation and router), and a distillation teacher's forward pass;
-- bubble (Narayanan 2021): (p-1)/v micro-batch times;
+- bubble (Narayanan 2021): (p-1)/v micro-batch times (p-1 times the fullest chunk's share when v does not
+  divide a stage's layers);
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
   inter-node fabric otherwise), `tp_exposed` of it on the critical path;
@@ -185,10 +187,17 @@ def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, la
 
 def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff: TrainingEfficiency,
                 t, p, d, c, e, b, recompute, zero, v, global_batch, gpus_per_node,
-                inter_node_bytes_s, attention: str = "causal", efficiency_override=None) -> dict[str, np.ndarray]:
-    """Seconds per optimizer step and its parts. Layout arrays broadcast against GPU-feature arrays."""
+                inter_node_bytes_s, attention: str = "causal", efficiency_override=None,
+                etp=None) -> dict[str, np.ndarray]:
+    """Seconds per optimizer step and its parts. Layout arrays broadcast against GPU-feature arrays.
+
+    `etp`: the routed experts' tensor-parallel size, `t` (None: split like the dense layers) or 1 (MoE parallel
+    folding: the experts' e ranks are drawn from the TP x CP x DP ranks of a stage, each expert whole).
+    """
     f64 = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     t, p, d, c, e, b, rc, z, v, B = (f64(x) for x in (t, p, d, c, e, b, recompute, zero, v, global_batch))
+    et = t if etp is None else np.minimum(f64(etp), t)
+    folded = np.where(et < t, 1.0, 0.0)
     gpn = f64(gpus_per_node)
     inter = f64(inter_node_bytes_s)
     s = float(wl.seq_len)
@@ -216,7 +225,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # expert narrower than the hidden size is not slower per FLOP on that account (with many token rows a GEMM's
         # arithmetic intensity is set by its two weight dimensions, and 768 x 2048 is compute-bound on every GPU here);
         # what fine-grained experts cost is more GEMMs per layer: moe_expert_overhead_us per local expert, below.
-        rows_e = rows * max(shape.top_k, 1) * e / max(shape.n_experts, 1)  # tokens per local expert
+        # Folded (etp 1), each of a replica's t ranks dispatches its 1/t sequence-parallel share of the tokens.
+        rows_e = rows * max(shape.top_k, 1) * e / max(shape.n_experts, 1) * et / t  # tokens per local expert
         expert_f = (1.0 + eff.m_half / rows_e) * eff.moe_imbalance
         pt = _mode_parts(parts_tok, rc, wl, lps)
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
@@ -280,7 +290,9 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # Distillation: the teacher's forward pass over the same micro-batch, sharded like the student.
         t_mb = t_mb + wl.teacher_forward_flops_per_token * tokens_mb / (t * c * p) / rate
     compute = m * t_mb
-    bubble = np.where(p > 1, (p - 1) / v * t_mb, 0.0)
+    # Interleaved, the bubble is p - 1 chunk times; the fullest chunk of an uneven split (a pinned vp that does not
+    # divide the stage's layers, as Megatron's custom pipeline layouts run) sets the chunk time.
+    bubble = np.where(p > 1, (p - 1) * np.ceil(lps / v) / lps * t_mb, 0.0)
 
     lat_in, lat_out = eff.collective_latency_us * 1e-6, eff.inter_node_latency_us * 1e-6
     peer = feats.scaleup_peer_bytes_s
@@ -290,6 +302,10 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     act_bytes = tokens_mb / c * h * 2.0
     bw_tp, lat_tp = link(t, 1.0)
     n_coll = np.where(rc == 2, 6.0, 4.0) * lps
+    if shape.is_moe and not shape.shared_experts:
+        # Folded experts need no tensor-parallel gather / scatter around the MoE block: the sequence-parallel tokens
+        # go straight to the all-to-all. A shared expert is tensor-parallel and still pays it.
+        n_coll = n_coll * (1.0 - 0.5 * folded * shape.n_moe_layers / L)
     tp_one = 2.0 * (t - 1) / t * act_bytes / bw_tp + lat_tp
     tp = np.where(t > 1, eff.tp_exposed * m * n_coll * tp_one, 0.0)
     # Context parallel: K/V blocks around a ring of c ranks placed after TP.
@@ -311,13 +327,15 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     exposed_fwd = np.maximum(eff.cp_exposed * comm_step, comm_step - attn_step)
     exposed_bwd = np.maximum(eff.cp_exposed * 2.0 * comm_step, 2.0 * comm_step - 2.5 * attn_step)
     cp = np.where(c > 1, m * lps * (c - 1) * (exposed_fwd + exposed_bwd), 0.0)
-    # Expert parallel all-to-all: e ranks taken from the data-parallel dimension (after TP and CP).
+    # Expert parallel all-to-all: e ranks taken from the data-parallel dimension (after TP and CP), or, folded, from
+    # consecutive ranks (TP's included).
     # Peers inside the node are reached over NVLink, the others over this GPU's NIC; both run at
     # once, so the slower share sets the time. Dispatch + combine forward, twice that backward.
     moe_layers = lps * shape.n_moe_layers / L
     # Peers reached over NVLink: the node's, or the whole NVLink domain where it spans nodes (NVL72).
-    e_local = np.clip(np.floor(np.maximum(gpn, feats.scaleup_domain) / (t * c)), 1.0, e)
-    nvl = np.where(e_local * t * c <= feats.scaleup_domain,
+    ep_stride = np.where(folded > 0, 1.0, t * c)
+    e_local = np.clip(np.floor(np.maximum(gpn, feats.scaleup_domain) / ep_stride), 1.0, e)
+    nvl = np.where(e_local * ep_stride <= feats.scaleup_domain,
                    np.minimum(feats.scaleup_bytes_s, peer * np.maximum(e_local - 1.0, 1.0)), feats.pcie_bytes_s)
     # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
     a2a_bytes = act_bytes * shape.top_k / t
@@ -342,7 +360,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # Data parallel gradients of the fullest stage.
     ne = lps * shape.layer_params_nonexpert / t
     emb = np.where(p > 1, shape.embed_in_params, shape.embed_in_params + shape.embed_out_params) / t
-    experts = shape.expert_params_total * (lps / L) / (t * e)
+    experts = shape.expert_params_total * (lps / L) / (et * e)
     stage_params = ne + emb + experts
     if wl.method == "full":
         grad_params = stage_params
@@ -373,7 +391,10 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
 
     spb = group_s_per_byte(n_dp, t)
     if shape.is_moe:
-        weight_s = (ne + emb) * spb + experts * group_s_per_byte(n_dp / e, t * c * e)
+        # Each expert shard reduces over the stage's other copies of it: t·d·c / (etp·e) ranks, e·etp (folded) or
+        # t·c·e (not) apart.
+        weight_s = (ne + emb) * spb + experts * group_s_per_byte(t * n_dp / (et * e),
+                                                                  np.where(folded > 0, e * et, t * c * e))
     else:
         weight_s = stage_params * spb
     # Seconds per gradient byte-width, one ring pass.

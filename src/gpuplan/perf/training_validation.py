@@ -34,7 +34,8 @@ import numpy as np
 from gpuplan.catalog.records import Gpu
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import LAYOUT_KEYS, MEMORY_HEADROOM, LayoutFixed, _select, _useful_batch, enumerate_layouts
+from gpuplan.perf.layout_search import (LAYOUT_KEYS, MEMORY_HEADROOM, STEP_KEYS, LayoutFixed, _select, _useful_batch,
+                                        enumerate_layouts)
 from gpuplan.perf.training_flops import model_flops_per_token
 from gpuplan.perf.training_memory import memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
@@ -126,7 +127,8 @@ def row_fixed(row) -> LayoutFixed:
                        ep=_i(row, "ep") if (_i(row, "ep") or 1) > 1 else None,
                        micro_batch=_i(row, "micro_batch"), recompute=_i(row, "recompute"),
                        zero=_stated_zero(_i(row, "fsdp")),
-                       vp=_i(row, "vp") if (_i(row, "vp") or 1) > 1 or not_interleaved(row) else None)
+                       vp=_i(row, "vp") if (_i(row, "vp") or 1) > 1 or not_interleaved(row) else None,
+                       etp=_i(row, "etp"))
 
 
 def not_interleaved(row) -> bool:
@@ -227,8 +229,8 @@ def prepare_row(row, eff: TrainingEfficiency | None = None, stated_layout: bool 
         lay = enumerate_layouts(shape, wl, [n], gpn, fixed)
         valid = lay["reason"] < 0
         note = (note + "; " if note else "") + f"stated {'/'.join(relax)} relaxed (uneven split)"
-    mem = memory_breakdown_bytes(shape, wl, lay["tp"], lay["pp"], lay["dp"], lay["cp"], lay["ep"], lay["micro_batch"],
-                                 lay["recompute"], lay["zero"], lay["vp"], global_batch=lay["batch"])["total"]
+    mem = memory_breakdown_bytes(shape, wl, *(lay[k] for k in STEP_KEYS), global_batch=lay["batch"],
+                                 etp=lay["etp"])["total"]
     ok = valid & (mem <= gpu.memory_bytes * (1.0 - MEMORY_HEADROOM))  # the planner's own limit
     fits = bool(ok.any())
     if not fits:  # keep the leanest valid layout: the prediction still stands, flagged
@@ -274,8 +276,8 @@ def steady_state(prep: PreparedRow, eff: TrainingEfficiency) -> tuple[float, dic
     layout."""
     eff = row_efficiency(prep, eff)
     lay = prep.layouts
-    res = step_time_s(prep.shape, prep.wl, prep.feats, eff, *(lay[k] for k in LAYOUT_KEYS), lay["batch"],
-                      prep.gpn, prep.inter)
+    res = step_time_s(prep.shape, prep.wl, prep.feats, eff, *(lay[k] for k in STEP_KEYS), lay["batch"],
+                      prep.gpn, prep.inter, etp=lay["etp"])
     total = np.broadcast_to(res["total"], lay["batch"].shape)
     i = int(np.argmin(total / _useful_batch(lay["batch"], prep.wl)))
     return float(total[i]), {k: int(lay[k][i]) for k in (*LAYOUT_KEYS, "batch")}

@@ -21,6 +21,7 @@ class Layout(BaseModel):
     cp: int = 1
     dp: int = 1
     ep: int = 1
+    etp: int | None = None  # routed experts' tensor parallelism when it is not tp: 1 = folded whole over the TP ranks
     micro_batch: int | None = None
     recompute: str | None = None
     zero: int | None = None

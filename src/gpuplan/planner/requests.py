@@ -300,6 +300,8 @@ class TrainEstimateRequest(ModelChoice):
     pp: int | None = Field(default=None)
     cp: int | None = Field(default=None)
     ep: int | None = Field(default=None)
+    etp: int | None = Field(default=None, description="MoE: the experts' tensor parallelism, 1 (folded whole over "
+                                                      "the TP ranks) or tp (default: searched)")
     vp: int | None = Field(default=None)
     recompute: Annotated[Literal["none", "selective", "full"], BeforeValidator(_lower)] | None = None
     zero: int | None = Field(default=None)
@@ -348,7 +350,7 @@ def estimate_train(req: TrainEstimateRequest):
     from gpuplan.perf.training_estimate import estimate_training
 
     est = estimate_training(req.resolve_model(), req.workload(), req.gpu, req.gpus, tp=req.tp, pp=req.pp, cp=req.cp,
-                            ep=req.ep, vp=req.vp, micro_batch=req.micro_batch, recompute=req.recompute,
+                            ep=req.ep, etp=req.etp, vp=req.vp, micro_batch=req.micro_batch, recompute=req.recompute,
                             zero=req.zero, inter_node_gbps_per_gpu=fabric_gbps(req.fabric),
                             gpus_per_node=req.gpus_per_node, goodput=req.goodput, efficiency=req.efficiency,
                             deadline_days=req.deadline_days, attention=req.flops_convention,
