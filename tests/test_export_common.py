@@ -511,6 +511,8 @@ def test_folded_experts_launch_with_their_own_tensor_parallel_size():
                                                                                               result.summary)
     assert train_env(make_context(folded, result.summary, ExportOptions()))["ETP_SIZE"] == "1"
     assert train_env(make_context(split, result.summary, ExportOptions()))["ETP_SIZE"] == "8"
+    assert "ep=8, etp=1): Megatron-LM" in build_export(folded, "skypilot", summary=result.summary).text
+    assert "etp=" not in build_export(split, "skypilot", summary=result.summary).text
 
 
 def megatron_args_line(plan, summary) -> str:

@@ -795,7 +795,8 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         run = [check, _q(words)]
         env["DATA_PATH"] = ""
         env["MEGATRON_DIR"] = mdir
-        notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}): "
+        etp = f", etp={p.layout.etp}" if p.layout.etp is not None and p.layout.etp < p.layout.tp else ""
+        notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}{etp}): "
                      f"Megatron-LM {'(AMD ROCm fork in the image)' if amd else mcfg['ref']} pretrain_gpt.py with the "
                      "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule")
         if amd and zero_stage(ctx) >= 2:
