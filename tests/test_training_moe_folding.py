@@ -120,6 +120,13 @@ def test_cli_shows_a_folded_layout(cli):
                          "--tp", "2", "--pp", "8", "--ep", "32", "--etp", "1", "--global-batch", "2048")
     assert code == 0, err
     assert "EP32 ETP1" in out
+    code, out, err = cli("estimate", "memory", "--model", "qwen3-235b-a22b", "--gpu", "H100", "--gpus", "256",
+                         "--tp", "2", "--pp", "8", "--ep", "32", "--etp", "1")
+    assert code == 0, err
+    assert "EP32 ETP1" in out.splitlines()[0]
+    code, out, err = cli("estimate", "memory", "--model", "qwen3-235b-a22b", "--gpu", "H100", "--gpus", "256",
+                         "--tp", "2", "--pp", "8", "--ep", "32")
+    assert code == 2 and "with etp=1" in err
 
 
 def test_a_pinned_vp_may_split_a_stages_layers_unevenly():

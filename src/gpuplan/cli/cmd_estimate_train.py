@@ -200,8 +200,9 @@ def memory_command(
         rows = [{"part": k, "gb": v} for k, v in est.memory.items()]
         rows.append({"part": "total", "gb": est.memory_per_gpu_gb})
         lay = est.layout
+        etp = f" ETP{lay['etp']}" if lay["etp"] < lay["tp"] else ""
         typer.echo(f"{est.model} {est.method} {wl.precision}: TP{lay['tp']} PP{lay['pp']} DP{lay['dp']} CP{lay['cp']} "
-                   f"EP{lay['ep']}{' ETP1' if lay['etp'] < lay['tp'] else ''} VP{lay['vp']}, micro-batch {lay['micro_batch']} x {wl.seq_len} tokens, "
+                   f"EP{lay['ep']}{etp} VP{lay['vp']}, micro-batch {lay['micro_batch']} x {wl.seq_len} tokens, "
                    f"recompute {lay['recompute']}, ZeRO-{lay['zero']}")
         title = "memory per GPU"
         cap = None
