@@ -650,3 +650,30 @@ def test_megatron_moe_layer_pattern_follows_the_model():
     mask = [int(x) for x in mav.strip("[]").split(",")]
     assert len(mask) == 48 and sum(mask) == 24 and mask[0] == 0 and mask[1] == 1
     assert freq("deepseek-v3") == "([0]*3+[1]*58)"
+
+
+def test_moe_launch_runs_a_grouped_gemm_and_an_all_to_all_and_warns_when_ep_leaves_the_nvlink_domain():
+    """Megatron's defaults (one GEMM per expert, all-gather dispatch) are not what the estimate times; an EP group
+    beyond the node is timed as DeepEP / HybridEP run it, which the exported NCCL all-to-all is not."""
+    from gpuplan.export.common import megatron_model_args
+
+    result = load("train_aws_h100_spot.json")  # H100, 8 GPUs per node
+    plan = result.plans[0]
+    summary = dict(result.summary, model="qwen3-235b-a22b")
+
+    def launch(**layout):
+        p = plan.model_copy(update={"layout": plan.layout.model_copy(update=layout)})
+        ctx = make_context(p, summary, ExportOptions())
+        return " ".join(megatron_model_args(ctx) + megatron_args(ctx)) + " ", ctx.warnings
+
+    line, warnings = launch(tp=1, pp=8, ep=8, etp=None)
+    for flag in ("--moe-grouped-gemm", "--moe-token-dispatcher-type alltoall", "--moe-router-dtype fp32",
+                 "--moe-permute-fusion"):
+        assert flag in line, flag
+    assert not any("NVLink domain" in w for w in warnings)  # EP8 inside the node
+    _, warnings = launch(tp=2, pp=8, ep=32, etp=1)  # folded: 32 consecutive ranks, four nodes
+    assert any("EP32) leaves the NVLink domain" in w and "--moe-enable-deepep" in w for w in warnings)
+    _, warnings = launch(tp=2, pp=8, ep=8, etp=None)  # not folded: EP8 ranks 2 apart, two nodes
+    assert any("EP8) leaves the NVLink domain" in w for w in warnings)
+    dense = " ".join(megatron_model_args(make_context(plan, result.summary, ExportOptions())))
+    assert "--moe-grouped-gemm" not in dense
