@@ -677,3 +677,11 @@ def test_moe_launch_runs_a_grouped_gemm_and_an_all_to_all_and_warns_when_ep_leav
     assert any("EP8) leaves the NVLink domain" in w for w in warnings)
     dense = " ".join(megatron_model_args(make_context(plan, result.summary, ExportOptions())))
     assert "--moe-grouped-gemm" not in dense
+    amd = plan.model_copy(update={"gpu": "MI300X", "layout": plan.layout.model_copy(update={"tp": 1, "pp": 8,
+                                                                                          "ep": 32, "etp": None})})
+    ctx = make_context(amd, summary, ExportOptions())
+    line = " ".join(megatron_model_args(ctx) + megatron_args(ctx)) + " "
+    assert "--moe-token-dispatcher-type alltoall" in line and "--moe-grouped-gemm" not in line
+    assert any("does not pass --moe-grouped-gemm" in w for w in ctx.warnings)
+    assert any("EP32) leaves" in w and "fork's tuned dispatcher" in w and "DeepEP in the image" not in w
+               for w in ctx.warnings)

@@ -575,10 +575,12 @@ def megatron_args(ctx: Context) -> list[str]:
     if lay.etp is not None and lay.etp < lay.tp:  # experts folded whole over the TP ranks (MoE parallel folding)
         args += ["--expert-tensor-parallel-size", str(lay.etp)]
     if lay.ep > 1 and cross_node_ep(lay, ctx.plan.gpu, ctx.gpus_per_node):
-        ctx.warn(f"expert parallelism (EP{lay.ep}) leaves the NVLink domain: the plan times its all-to-all as a tuned dispatcher "
-                 "(DeepEP / HybridEP) runs it; the file launches NCCL's all-to-all, which published A/B pairs ran "
-                 "1.3-1.4x slower per step (XTuner's Qwen3-235B on 256 H800, torchtitan's DeepSeek-V3 on 256 B200): "
-                 "install DeepEP in the image and pass --moe-token-dispatcher-type flex --moe-enable-deepep")
+        fix = ("install DeepEP in the image and pass --moe-token-dispatcher-type flex --moe-enable-deepep"
+               if ctx.vendor == "nvidia" else "switch to your Megatron fork's tuned dispatcher if it has one")
+        ctx.warn(f"expert parallelism (EP{lay.ep}) leaves the NVLink domain: the plan times its all-to-all as a tuned "
+                 "dispatcher (DeepEP / HybridEP) runs it; the file launches NCCL's all-to-all, which published A/B pairs "
+                 "ran 1.3-1.4x slower per step (XTuner's Qwen3-235B on 256 H800, torchtitan's DeepSeek-V3 on 256 B200): "
+                 + fix)
     if lay.tp > 1:
         args += ["--sequence-parallel"]
     if lay.micro_batch is not None:
@@ -642,11 +644,15 @@ def megatron_model_args(ctx: Context) -> list[str] | None:
     if m.n_experts:
         args += ["--num-experts", str(m.n_experts), "--moe-router-topk", str(max(1, m.n_active_experts)),
                  "--moe-ffn-hidden-size", str(m.expert_ffn_size or m.ffn_size)]
-        # What the estimate assumes of a tuned MoE recipe: one grouped GEMM over the local experts and an all-to-all
-        # dispatcher (Megatron's default is all-gather), router in fp32; TE's fused permutation on NVIDIA.
-        args += ["--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall", "--moe-router-dtype", "fp32"]
+        # What the estimate assumes of a tuned MoE recipe: an all-to-all dispatcher (Megatron's default is all-gather)
+        # with the router in fp32, and on NVIDIA one grouped GEMM over the local experts and TE's fused permutation (the
+        # ROCm fork's support for both is not documented: not passed there, and said so).
+        args += ["--moe-token-dispatcher-type", "alltoall", "--moe-router-dtype", "fp32"]
         if ctx.vendor == "nvidia":
-            args += ["--moe-permute-fusion"]
+            args += ["--moe-grouped-gemm", "--moe-permute-fusion"]
+        else:
+            ctx.warn("the estimate times the experts as one grouped GEMM; the file does not pass --moe-grouped-gemm on "
+                     "this vendor's Megatron fork (support not documented): add it if your image has it")
         if m.n_shared_experts and m.shared_expert_ffn_size:
             args += ["--moe-shared-expert-intermediate-size", str(m.n_shared_experts * m.shared_expert_ffn_size)]
         if getattr(m, "moe_layer_step", 1) > 1:  # e.g. Llama 4 Maverick: every 2nd layer carries the experts
