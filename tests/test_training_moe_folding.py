@@ -83,6 +83,9 @@ def test_search_offers_folding_where_ep_exceeds_the_data_parallel_ranks():
 def test_estimate_runs_the_published_folded_layout():
     est = estimate_training("qwen3-235b-a22b", WL, "H100", 256, tp=2, pp=8, ep=32, etp=1, n_runners_up=0)
     assert est.layout.etp == 1 and est.layout.ep == 32 and est.layout.dp == 16
+    assert any(n.startswith("experts folded over the TP ranks (ETP1") for n in est.notes)
+    split = estimate_training("qwen3-235b-a22b", WL, "H100", 256, tp=2, pp=8, ep=16, etp=2, n_runners_up=0)
+    assert split.layout.etp == 2 and not any("ETP1" in n for n in split.notes)
     with pytest.raises(Exception, match="does not divide"):
         estimate_memory("qwen3-235b-a22b", WL, "H100", 256, tp=2, pp=8, ep=32)
     mem = estimate_memory("qwen3-235b-a22b", WL, "H100", 256, tp=2, pp=8, ep=32, etp=1)
