@@ -544,22 +544,12 @@ def training_image(ctx: Context, kind: str) -> str | None:
     return images["train"].get(ctx.vendor)
 
 
-@lru_cache(maxsize=None)
-def _rack_scale(gpu_id: str) -> bool:
-    """An NVL72-class GPU, whose NVLink domain spans the rack's trays."""
-    from gpuplan.catalog.gpus import get_gpu
-
-    try:
-        return "nvl72" in get_gpu(gpu_id).form_factor.lower()
-    except Exception:  # noqa: BLE001 - an id the catalog lost: its node is its NVLink domain
-        return False
-
-
-def cross_node_ep(lay, gpu_id: str, gpus_per_node: int) -> bool:
-    """Whether the expert-parallel group leaves the NVLink domain (the node, or an NVL72 rack): its ranks are
-    consecutive when the experts are folded over TP (etp 1), otherwise tp x cp apart."""
-    stride = 1 if lay.etp is not None and lay.etp < lay.tp else lay.tp * lay.cp
-    domain = max(int(gpus_per_node or 1), 72 if _rack_scale(gpu_id) else 1)
+def cross_node_ep(ctx: Context) -> bool:
+    """Whether the plan's expert-parallel group leaves its NVLink domain (the node, or an NVL72 rack, as the planner
+    recorded it): its ranks are consecutive when the experts are folded over TP (etp 1), otherwise tp x cp apart."""
+    lay = ctx.plan.layout
+    stride = 1 if lay.experts_folded else lay.tp * lay.cp
+    domain = max(int(ctx.plan.assumptions.get("nvlink_domain_gpus") or 0), int(ctx.gpus_per_node or 1))
     return lay.ep * stride > domain
 
 
@@ -572,9 +562,9 @@ def megatron_args(ctx: Context) -> list[str]:
         args += ["--context-parallel-size", str(lay.cp)]
     if lay.ep > 1:
         args += ["--expert-model-parallel-size", str(lay.ep)]
-    if lay.etp is not None and lay.etp < lay.tp:  # experts folded whole over the TP ranks (MoE parallel folding)
+    if lay.experts_folded:  # experts whole on their EP ranks (MoE parallel folding)
         args += ["--expert-tensor-parallel-size", str(lay.etp)]
-    if lay.ep > 1 and cross_node_ep(lay, ctx.plan.gpu, ctx.gpus_per_node):
+    if lay.ep > 1 and cross_node_ep(ctx):
         fix = ("install DeepEP in the image and pass --moe-token-dispatcher-type flex --moe-enable-deepep"
                if ctx.vendor == "nvidia" else "switch to your Megatron fork's tuned dispatcher if it has one")
         ctx.warn(f"expert parallelism (EP{lay.ep}) leaves the NVLink domain: the plan times its all-to-all as a tuned "
@@ -830,7 +820,7 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         run = [check, _q(words)]
         env["DATA_PATH"] = ""
         env["MEGATRON_DIR"] = mdir
-        etp = f", etp={p.layout.etp}" if p.layout.etp is not None and p.layout.etp < p.layout.tp else ""
+        etp = f", etp={p.layout.etp}" if p.layout.experts_folded else ""
         notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}{etp}): "
                      f"Megatron-LM {'(AMD ROCm fork in the image)' if amd else mcfg['ref']} pretrain_gpt.py with the "
                      "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule")

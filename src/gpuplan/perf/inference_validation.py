@@ -98,7 +98,8 @@ def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: 
 
 @functools.cache
 def error_bands() -> dict:
-    """Per-regime leave-one-source-out residual quantiles of log(pred/measured), or {} before the first write."""
+    """Per-regime held-out residual quantiles of log(pred/measured) (the command in its "_source" says how they were
+    held out; shipped: leave-one-family-out), or {} before the first write."""
     f = resources.files("gpuplan.perf.data").joinpath("serving-error-bands.json")
     if not f.is_file():
         return {}

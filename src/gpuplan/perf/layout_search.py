@@ -108,10 +108,10 @@ def validate_fixed(shape: ModelShape, wl: TrainingWorkload, fixed: LayoutFixed, 
         if shape.n_experts % fixed.ep:
             raise UsageError(f"ep={fixed.ep} does not divide the model's {shape.n_experts} experts")
     if fixed.etp is not None and fixed.etp > 1:
+        if not shape.is_moe:
+            raise UsageError(f"etp={fixed.etp} needs a mixture-of-experts model; {shape.name} is dense")
         if fixed.tp is not None and fixed.etp != fixed.tp:
             raise UsageError(f"etp={fixed.etp}: the experts' tensor parallelism is 1 (folded) or the tp size ({fixed.tp})")
-    if fixed.etp is not None and fixed.etp != 1 and not shape.is_moe:
-        raise UsageError(f"etp={fixed.etp} needs a mixture-of-experts model; {shape.name} is dense")
     if fixed.vp is not None and fixed.vp > 1 and fixed.pp == 1:
         raise UsageError("an interleaved pipeline (vp > 1) needs pp > 1")
     if fixed.micro_batch is not None and wl.global_batch is not None and fixed.micro_batch > wl.global_batch:

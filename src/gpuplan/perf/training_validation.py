@@ -335,7 +335,7 @@ def states_layout(row) -> bool:
 # What makes two throughput rows "the same configuration": everything the estimator reads from a row's layout and
 # workload (and whether an MoE run drops tokens); only the source (its software release, its date) differs.
 REPEAT_KEY = ("model_ref", "gpu_id", "precision", "method", "lora_rank", "gpu_count", "seq_len", "global_batch",
-              "micro_batch", "tp", "pp", "ep", "cp", "vp", "recompute", "fsdp", "framework")
+              "micro_batch", "tp", "pp", "ep", "etp", "cp", "vp", "recompute", "fsdp", "framework")
 
 
 def measured_tokens_per_gpu_s(row) -> float | None:

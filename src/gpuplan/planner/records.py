@@ -26,6 +26,11 @@ class Layout(BaseModel):
     recompute: str | None = None
     zero: int | None = None
 
+    @property
+    def experts_folded(self) -> bool:
+        """The routed experts sit whole on their EP ranks, not split over TP (Megatron's MoE parallel folding)."""
+        return self.etp is not None and self.etp < self.tp
+
 
 class CostBreakdown(BaseModel):
     model_config = ConfigDict(frozen=True)
