@@ -30,9 +30,11 @@ CSV: one header line; train and serve rows may share a file; other columns
 
 kind=train: model, gpu, n_gpus, tp, pp, micro_batch, global_batch, seq_len,
 and step_time_s (seconds per optimizer step) or tokens_per_s (whole job).
-Optional: gpus_per_node (8), dp, cp, ep, vp, method (full|lora|qlora),
+Optional: gpus_per_node (8), dp, cp, ep, etp, vp, method (full|lora|qlora),
 precision (bf16), recompute, zero, lora_rank, lora_targets, fabric,
-sample_len (mean packed example length).
+sample_len (mean packed example length), framework (megatron|pytorch),
+fused_moe (1: MoE on Blackwell under a full-iteration CUDA graph with a fused
+grouped-MLP kernel).
 
 kind=serve: model, gpu, tp, input_len, output_len, output_tokens_per_s (all
 replicas). Optional: precision (bf16), kv_precision, engine (vllm|sglang|

@@ -26,6 +26,10 @@ RecomputeOpt = Annotated[Optional[str], typer.Option("--recompute", help="Activa
 ZeroOpt = Annotated[Optional[int], typer.Option("--zero", help="ZeRO stage 0-3 (1 = distributed optimizer; default: searched).")]
 FabricOpt = Annotated[str, typer.Option("--fabric", help="Inter-node network per GPU: infiniband (400 Gb/s), ethernet (100 Gb/s) or Gb/s.")]
 GpnOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node (TP stays inside a node).")]
+FusedMoeOpt = Annotated[bool, typer.Option("--fused-moe", help="MoE on B200/B300/GB200/GB300: time a graph-captured fused "
+                                           "stack (one CUDA graph per iteration, one fused grouped-MLP kernel per MoE "
+                                           "layer, as Megatron-Bridge's MXFP8 MoE recipes run from NeMo 26.06): no "
+                                           "per-expert or per-layer launch costs. The exported files do not set it up.")]
 
 
 def _int_opt(name: str, help_: str):
@@ -75,6 +79,7 @@ def train_command(
     teacher: Annotated[Optional[str], typer.Option("--teacher", help="Distill from this model: its forward pass per token counts in FLOPs, time and memory.")] = None,
     recompute_layers: _int_opt("--recompute-layers", "With --recompute full: recompute only this many layers per pipeline stage (partial recompute).") = None,
     framework: FrameworkOpt = "megatron",
+    fused_moe: FusedMoeOpt = False,
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
 ) -> None:
@@ -92,7 +97,8 @@ def train_command(
         sample_len=sample_len, global_batch=global_batch, micro_batch=micro_batch, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
         vp=vp, recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
-        flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers, framework=framework)
+        flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers, framework=framework,
+        fused_moe=fused_moe)
     est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json

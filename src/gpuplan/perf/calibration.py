@@ -18,7 +18,8 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
                  (none | selective | full; searched when empty), zero (0-3; searched when empty),
                  lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU),
                  sample_len (mean example length when short examples are packed; <= seq_len),
-                 framework (megatron | pytorch: torchtitan, FSDP2, Composer; megatron)
+                 framework (megatron | pytorch: torchtitan, FSDP2, Composer; megatron), fused_moe (1: a MoE
+                 run on data-centre Blackwell under a full-iteration CUDA graph with a fused grouped-MLP kernel; 0)
     kind=serve   model, gpu, tp, input_len, output_len, output_tokens_per_s (all replicas);
                  optional: precision (bf16), kv_precision, engine (vllm | sglang | trtllm; vllm),
                  concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp)
@@ -549,6 +550,9 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     framework = (_cell(row, "framework") or "megatron").lower()
     if framework not in FRAMEWORKS:
         raise _RowError(f"{where}: framework {framework!r}: use {' or '.join(FRAMEWORKS)}")
+    fused = _cell(row, "fused_moe").lower()
+    if fused not in ("", "0", "1", "false", "true", "no", "yes"):
+        raise _RowError(f"{where}: fused_moe {fused!r}: use 1 or 0 (yes / no)")
     sample = _pos(row, "sample_len", where, integer=True, upper=seq) if _cell(row, "sample_len") else None
     step = _pos(row, "step_time_s", where, default=0.0, upper=1e7) if _cell(row, "step_time_s") else None
     tps = _pos(row, "tokens_per_s", where, default=0.0) if _cell(row, "tokens_per_s") else None
@@ -561,7 +565,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
                 global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample,
-                framework=framework)
+                framework=framework, fused_moe=fused in ("1", "true", "yes"))
     label = f"{spec.name} {method} {precision} on {n} x {gpu.id} (TP{tp} PP{pp} DP{dp}, mb {mb}, seq {seq})"
     return Run(line, "train", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
 
@@ -692,7 +696,7 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
             wl = make_workload(kind=kind, method=a["method"], tokens=tokens, seq_len=a["seq_len"],
                                global_batch=a["global_batch"], precision=a["precision"], lora_rank=a["lora_rank"],
                                lora_targets=a["lora_targets"], sample_len=a.get("sample_len"),
-                               framework=a.get("framework", "megatron"))
+                               framework=a.get("framework", "megatron"), fused_moe=a.get("fused_moe", False))
             est = estimate_training(run.model, wl, run.gpu, a["n_gpus"], tp=a["tp"], pp=a["pp"], dp=a["dp"],
                                     cp=a["cp"], ep=a["ep"], etp=a.get("etp"), vp=a["vp"], micro_batch=a["micro_batch"],
                                     recompute=a["recompute"], zero=a["zero"], gpus_per_node=a["gpus_per_node"],

@@ -26,7 +26,8 @@ from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
-from gpuplan.perf.training_time import flops_per_token, gpu_features, inter_node_bytes_per_s, step_time_s
+from gpuplan.perf.training_time import (blackwell_flags, fa2_gap_flags, flops_per_token, gpu_features,
+                                        inter_node_bytes_per_s, step_time_s)
 from gpuplan.perf.workload import TrainingWorkload
 
 DEFAULT_DEADLINE_DAYS = 30.0
@@ -384,6 +385,15 @@ def _choose_count_throughput(grid: TrainingGrid) -> tuple[int, str]:
     return int(grid.counts[i]), "the smallest count at the highest throughput per GPU (no --tokens given)"
 
 
+def _check_fused_moe(spec, shape, g) -> None:
+    """--fused-moe needs a MoE model and a GPU its fused grouped-MLP kernel runs on (sm100: data-centre Blackwell)."""
+    if not shape.is_moe:
+        raise UsageError(f"--fused-moe fuses a MoE model's routed experts; {spec.name} is dense")
+    if not float(blackwell_flags([g])[0] * fa2_gap_flags([g])[0]):
+        raise UsageError(f"--fused-moe: the fused grouped-MLP kernel runs on data-centre Blackwell (B200, B300, GB200, "
+                         f"GB300), not {g.id}")
+
+
 def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None = None, *,
                       tp: int | None = None, pp: int | None = None, dp: int | None = None, cp: int | None = None,
                       ep: int | None = None, micro_batch: int | None = None, recompute=None, zero: int | None = None,
@@ -406,6 +416,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     shape = model_shape(spec)
     g = _gpu(gpu)
     workload, capability_notes = adapt_to_gpu(with_model_defaults(workload, spec), g)
+    if workload.fused_moe:
+        _check_fused_moe(spec, shape, g)
     gpn = _check_gpn(gpus_per_node)
     _check_fraction("goodput", goodput)
     _check_fraction("efficiency", efficiency)
@@ -570,6 +582,12 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      f"running FlashAttention-2 on {g.id} keeps about "
                      f"{float(eff.attention_framework_ratio('pytorch')):.0%} of its speed, which a "
                      f"{workload.seq_len:,}-token sequence feels: --framework pytorch")
+    if workload.fused_moe:
+        assumptions["fused_moe"] = True
+        notes.append("graph-captured fused MoE stack (--fused-moe): the whole iteration replays as one CUDA graph and "
+                     "each MoE layer's experts run as one fused grouped-MLP kernel, so no per-expert, per-MoE-layer or "
+                     "per-layer launch costs are counted (NVIDIA's Megatron-Bridge MXFP8 MoE recipes on Blackwell "
+                     "from NeMo 26.06); the exported launch files do not set this up")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:

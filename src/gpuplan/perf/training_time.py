@@ -246,8 +246,12 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         t_mb = t_mb * np.where(rc == 1, 1.0 + eff.selective_overhead, 1.0)
     hbm = feats.mem_bw_tbps * 1e12 * 0.7
     if efficiency_override is None:
-        # Fixed costs per layer and micro-batch: kernel launches and small kernels (fwd + bwd).
-        rerun = np.where(rc == 2, 1.0 + recompute_fraction(wl, lps) / 3.0, 1.0)
+        # Fixed costs per layer and micro-batch: kernel launches and small kernels (fwd + bwd). A graph-captured fused
+        # MoE stack (wl.fused_moe; its fused grouped-MLP kernel is sm100, data-centre Blackwell only) replays the whole
+        # iteration as one CUDA graph and runs each MoE layer's experts as one kernel: none of these launch costs,
+        # nor the MoE ones below, remain.
+        launched = 1.0 - (feats.blackwell * feats.fa2_gap if wl.fused_moe and shape.is_moe else 0.0)
+        rerun = np.where(rc == 2, 1.0 + recompute_fraction(wl, lps) / 3.0, 1.0) * launched
         t_mb = t_mb + lps * eff.layer_overhead_us * 1e-6 * rerun
         if shape.is_moe:
             # MoE layers add dozens of small kernels (router, top-k, permute) and a host sync per dispatch

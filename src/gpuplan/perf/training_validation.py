@@ -116,6 +116,8 @@ def row_workload(row) -> TrainingWorkload:
         extra["lora_targets"] = row["lora_targets"].strip()
     if _i(row, "sample_len"):
         extra["sample_len"] = _i(row, "sample_len")
+    if _i(row, "fused_moe"):
+        extra["fused_moe"] = True
     return make_workload(kind="pretrain" if method == "full" else "finetune", method=method, tokens=tokens,
                          seq_len=_i(row, "seq_len") or 2048, global_batch=_i(row, "global_batch"),
                          precision=row["precision"] or "bf16", flash_attention=bool(_i(row, "flash_attention")),
@@ -335,7 +337,7 @@ def states_layout(row) -> bool:
 # What makes two throughput rows "the same configuration": everything the estimator reads from a row's layout and
 # workload (and whether an MoE run drops tokens); only the source (its software release, its date) differs.
 REPEAT_KEY = ("model_ref", "gpu_id", "precision", "method", "lora_rank", "gpu_count", "seq_len", "global_batch",
-              "micro_batch", "tp", "pp", "ep", "etp", "cp", "vp", "recompute", "fsdp", "framework")
+              "micro_batch", "tp", "pp", "ep", "etp", "cp", "vp", "recompute", "fsdp", "framework", "fused_moe")
 
 
 def measured_tokens_per_gpu_s(row) -> float | None:

@@ -72,6 +72,13 @@ class TrainingWorkload(BaseModel):
     framework: Framework = Field(default="megatron", description="training stack: megatron (fused FP8 casts, "
                                                                  "cuDNN attention) or pytorch (torchtitan, FSDP2, "
                                                                  "Composer, Accelerate)")
+    # Graph-captured fused MoE (Megatron-Bridge's MXFP8 MoE recipes on Blackwell from NeMo 26.06): the routed experts run
+    # as one fused grouped-MLP kernel (Transformer Engine's CuTeDSL kernel, sm100+) and the whole iteration replays
+    # as one CUDA graph (sync-free dropless dispatch into a paged stash), so no per-expert GEMM launches, no per-MoE-
+    # layer host sync and no per-layer launch gaps. Counts only on Blackwell; off by default (the exported launch
+    # files do not set it up).
+    fused_moe: bool = Field(default=False, description="routed experts as one fused grouped-MLP kernel inside a "
+                                                       "full-iteration CUDA graph (Blackwell only)")
     # Distillation: a frozen teacher runs a forward pass over every training token.
     teacher: str | None = Field(default=None, description="teacher model name (distillation)")
     teacher_forward_flops_per_token: float = Field(default=0.0, ge=0, description="teacher forward FLOPs per token "

@@ -73,6 +73,10 @@ def _as_duration(v: Any) -> Any:
 
 FRAMEWORK_HELP = ("training stack: megatron (Megatron-Core / NeMo, fused FP8 casts, cuDNN attention; what "
                   "model-parallel exports launch) or pytorch (torchtitan, FSDP2, Composer, Accelerate)")
+FUSED_MOE_HELP = ("MoE on data-centre Blackwell: the stack replays the whole iteration as one CUDA graph and runs each "
+                  "MoE layer's experts as one fused grouped-MLP kernel (Megatron-Bridge's MXFP8 MoE recipes from NeMo "
+                  "26.06), so no per-expert, per-MoE-layer or per-layer launch costs; the exported launch files do not "
+                  "set it up")
 
 
 def _lower(v: Any) -> Any:
@@ -316,6 +320,7 @@ class TrainEstimateRequest(ModelChoice):
                                 description="distill from this model: its forward pass per token counts")
     recompute_layers: int | None = Field(default=None, description="with recompute full: layers recomputed per stage")
     framework: FrameworkField = Field(default="megatron", description=FRAMEWORK_HELP)
+    fused_moe: bool = Field(default=False, description=FUSED_MOE_HELP)
 
     @property
     def per_nominal_tokens(self) -> bool:
@@ -326,6 +331,8 @@ class TrainEstimateRequest(ModelChoice):
                                self.global_batch, self.precision, self.lora_rank, self.lora_targets,
                                default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None,
                                sample_len=self.sample_len, framework=self.framework)
+        if self.fused_moe:
+            wl = wl.model_copy(update={"fused_moe": True})
         return with_distillation_and_recompute(wl, self.teacher, self.recompute_layers, self.recompute)
 
 
