@@ -392,3 +392,12 @@ def test_a_pytorch_stack_plans_fp8_slower_and_bf16_the_same(catalog):
     assert [(key(p), round(p.cost_usd, 6)) for p in a_mega.plans] == [(key(p), round(p.cost_usd, 6)) for p in a_torch.plans]
     with pytest.raises(ValueError, match="framework"):
         TrainPlanRequest(model="llama-3.1-8b", tokens=1e10, framework="jax")
+
+
+def test_a_moe_plan_says_which_moe_stack_it_timed(catalog, baseline):
+    """A MoE plan is timed as the exported Megatron launch runs it (launches per local expert) and says so, naming the
+    faster fused stack of NVIDIA's Blackwell recipes and how to time it; a dense plan has no such line."""
+    r = TrainPlanRequest(model="qwen3-30b-a3b", tokens=1e10, constraints=Constraints(providers=["nebius"]), limit=5)
+    moe = plan_training(r, catalog)
+    assert moe.plans and "--fused-moe" in moe.assumptions["moe_stack"]
+    assert "moe_stack" not in baseline.assumptions

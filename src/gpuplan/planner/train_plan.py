@@ -203,7 +203,8 @@ def _plan_training(req: TrainPlanRequest, catalog: Catalog, model, workload, can
         plans=plans, pareto_ranks=sorted(plans[i].rank for i in front_idx),
         why=_why(plans, deadline_h, target_h, flips) if plans else _why_none(cost, wall),
         placement=classify("train", min_nodes).model_dump(),
-        rejected={k: v for k, v in rejected.items() if v}, assumptions=_assumptions(req, base_goodput, target_h, max_wall_h),
+        rejected={k: v for k, v in rejected.items() if v},
+        assumptions=_assumptions(req, base_goodput, target_h, max_wall_h, model.is_moe),
         thresholds=_thresholds(float(rows[0]["grid"].flops)),
     )
 
@@ -809,8 +810,12 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
     }
 
 
-def _assumptions(req, goodput: float, target_h: float, max_wall_h: float) -> dict[str, Any]:
-    return {
+def _assumptions(req, goodput: float, target_h: float, max_wall_h: float, is_moe: bool = False) -> dict[str, Any]:
+    moe = {"moe_stack": "as the exported Megatron launch runs it: a host sync per MoE layer (none on NVL72 racks) "
+                        "and launches per local expert; NVIDIA's MXFP8 MoE recipes on data-centre Blackwell from "
+                        "NeMo 26.06 replay the iteration as one CUDA graph with a fused grouped-MLP kernel and run "
+                        "faster, which `gpuplan estimate train --fused-moe` times"} if is_moe else {}
+    return {**moe,
         "goodput_non_failure": goodput,
         "count_choice": f"cheapest node count that finishes within {target_h / 24:g} days "
                         f"({'--deadline' if req.constraints.deadline_hours else 'default'}) at the 75th percentile "
