@@ -13,7 +13,7 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   than 128 (`attn_dhalf`), at the bf16 peak even in FP8 runs, and on Hopper / Blackwell at `pytorch_attn_ratio` of
   that in a PyTorch-native stack);
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
-  micro-batch, memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
+  micro-batch (none of them for a MoE model on a graph-captured fused stack, `fused_moe`, on Blackwell), memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
   MoE permutation and router), and a distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times (p-1 times the fullest chunk's share when v does not
   divide a stage's layers);
