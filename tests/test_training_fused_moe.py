@@ -90,6 +90,14 @@ def test_estimate_train_fused_moe(cli):
     assert fused["step_time_s"] < 0.8 * plain["step_time_s"]
     assert fused["assumptions"].get("fused_moe") is True and "fused_moe" not in plain["assumptions"]
     assert any("--fused-moe" in n for n in fused["notes"])
+    # Without the flag, a MoE estimate on data-centre Blackwell says which stack it timed and how to time the other.
+    assert any("eager step" in n and "--fused-moe" in n for n in plain["notes"])
+
+
+@pytest.mark.parametrize("model, gpu", [("qwen3-30b-a3b", "H100"), ("llama-3.1-8b", "B200")])
+def test_no_fused_stack_hint_where_it_cannot_run(cli, model, gpu):
+    code, out, _ = cli("estimate", "train", "-m", model, "--gpu", gpu, "--gpus", "8", "--json")
+    assert code == 0 and not any("--fused-moe" in n for n in json.loads(out)["notes"])
 
 
 @pytest.mark.parametrize("model, gpu, fragment", [("qwen3-30b-a3b", "H100", "data-centre Blackwell"),

@@ -588,6 +588,10 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      "each MoE layer's experts run as one fused grouped-MLP kernel, so no per-expert, per-MoE-layer or "
                      "per-layer launch costs are counted (NVIDIA's Megatron-Bridge MXFP8 MoE recipes on Blackwell "
                      "from NeMo 26.06); the exported launch files do not set this up")
+    elif shape.is_moe and efficiency is None and float(one.blackwell) * float(one.fa2_gap) > 0.0:
+        notes.append(f"MoE on {g.id} timed as Megatron's eager step runs it, with launches per layer and local expert; "
+                     "NVIDIA's MXFP8 MoE recipes from NeMo 26.06 capture the step in one CUDA graph with a fused "
+                     "grouped-MLP kernel, which --fused-moe times")
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:
