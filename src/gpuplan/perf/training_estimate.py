@@ -26,8 +26,8 @@ from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
-from gpuplan.perf.training_time import (blackwell_flags, fa2_gap_flags, flops_per_token, gpu_features,
-                                        inter_node_bytes_per_s, step_time_s)
+from gpuplan.perf.training_time import (flops_per_token, fused_moe_flags, gpu_features, inter_node_bytes_per_s,
+                                        step_time_s)
 from gpuplan.perf.workload import TrainingWorkload
 
 DEFAULT_DEADLINE_DAYS = 30.0
@@ -385,11 +385,11 @@ def _choose_count_throughput(grid: TrainingGrid) -> tuple[int, str]:
     return int(grid.counts[i]), "the smallest count at the highest throughput per GPU (no --tokens given)"
 
 
-def _check_fused_moe(spec, shape, g) -> None:
+def _check_fused_moe(spec, shape, g, fusable: bool) -> None:
     """--fused-moe needs a MoE model and a GPU its fused grouped-MLP kernel runs on (sm100: data-centre Blackwell)."""
     if not shape.is_moe:
         raise UsageError(f"--fused-moe fuses a MoE model's routed experts; {spec.name} is dense")
-    if not float(blackwell_flags([g])[0] * fa2_gap_flags([g])[0]):
+    if not fusable:
         raise UsageError(f"--fused-moe: the fused grouped-MLP kernel runs on data-centre Blackwell (B200, B300, GB200, "
                          f"GB300), not {g.id}")
 
@@ -416,8 +416,9 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     shape = model_shape(spec)
     g = _gpu(gpu)
     workload, capability_notes = adapt_to_gpu(with_model_defaults(workload, spec), g)
+    fusable = bool(fused_moe_flags([g])[0])
     if workload.fused_moe:
-        _check_fused_moe(spec, shape, g)
+        _check_fused_moe(spec, shape, g, fusable)
     gpn = _check_gpn(gpus_per_node)
     _check_fraction("goodput", goodput)
     _check_fraction("efficiency", efficiency)
@@ -588,7 +589,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      "each MoE layer's experts run as one fused grouped-MLP kernel, so no per-expert, per-MoE-layer or "
                      "per-layer launch costs are counted (NVIDIA's Megatron-Bridge MXFP8 MoE recipes on Blackwell "
                      "from NeMo 26.06); the exported launch files do not set this up")
-    elif shape.is_moe and efficiency is None and float(one.blackwell) * float(one.fa2_gap) > 0.0:
+    elif shape.is_moe and efficiency is None and fusable:
         notes.append(f"MoE on {g.id} timed as Megatron's eager step runs it, with launches per layer and local expert; "
                      "NVIDIA's MXFP8 MoE recipes from NeMo 26.06 capture the step in one CUDA graph with a fused "
                      "grouped-MLP kernel, which --fused-moe times")

@@ -13,8 +13,9 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   than 128 (`attn_dhalf`), at the bf16 peak even in FP8 runs, and on Hopper / Blackwell at `pytorch_attn_ratio` of
   that in a PyTorch-native stack);
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
-  micro-batch (none of them for a MoE model on a graph-captured fused stack, `fused_moe`, on Blackwell), memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts,
-  MoE permutation and router), and a distillation teacher's forward pass;
+  micro-batch (none of them for a MoE model on a graph-captured fused stack, `fused_moe`, on Blackwell),
+  memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts, MoE permutation and
+  router), and a distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times (p-1 times the fullest chunk's share when v does not
   divide a stage's layers);
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
@@ -146,6 +147,13 @@ def fa2_gap_flags(gpus: list[Gpu]) -> np.ndarray:
                      and not g.id.upper().startswith("RTX") else 0.0 for g in gpus], dtype=np.float64)
 
 
+def fused_moe_flags(gpus: list[Gpu]) -> np.ndarray:
+    """1 where the graph-captured fused MoE stack runs (`TrainingWorkload.fused_moe`): its fused grouped-MLP kernel is
+    sm100, so data-centre Blackwell only (Blackwell and not an sm120 RTX card); step_time_s reads the same from its
+    features (blackwell x fa2_gap)."""
+    return blackwell_flags(gpus) * fa2_gap_flags(gpus)
+
+
 def gpu_features(gpus: list[Gpu], precision: str, gpus_per_node, eff: TrainingEfficiency) -> GpuFeatures:
     gpn = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.float64), (len(gpus),))
     peak = np.array([g.peak_tflops(precision) for g in gpus], dtype=np.float64)
@@ -247,9 +255,9 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     hbm = feats.mem_bw_tbps * 1e12 * 0.7
     if efficiency_override is None:
         # Fixed costs per layer and micro-batch: kernel launches and small kernels (fwd + bwd). A graph-captured fused
-        # MoE stack (wl.fused_moe; its fused grouped-MLP kernel is sm100, data-centre Blackwell only) replays the whole
-        # iteration as one CUDA graph and runs each MoE layer's experts as one kernel: none of these launch costs,
-        # nor the MoE ones below, remain.
+        # MoE stack (wl.fused_moe, on the GPUs of fused_moe_flags: its kernel is sm100, data-centre Blackwell)
+        # replays the whole iteration as one CUDA graph and runs each MoE layer's experts as one kernel: none of
+        # these launch costs, nor the MoE ones below, remain.
         launched = 1.0 - (feats.blackwell * feats.fa2_gap if wl.fused_moe and shape.is_moe else 0.0)
         rerun = np.where(rc == 2, 1.0 + recompute_fraction(wl, lps) / 3.0, 1.0) * launched
         t_mb = t_mb + lps * eff.layer_overhead_us * 1e-6 * rerun
