@@ -1,16 +1,19 @@
 """Fit the training efficiency and goodput parameters to the validation rows; write them to
 src/gpuplan/perf/data/training-efficiency.json.
 
-Run by hand from the repository root:  python scripts/fit_training_efficiency.py [--quick] [--warm | --goodput-only]
-(--warm starts the simplex from the shipped parameters instead of the fixed starts below; --goodput-only keeps the
-shipped compute parameters and refits goodput alone, for a change that touches only how whole runs are predicted)
+Run by hand from the repository root:  python scripts/fit_training_efficiency.py [--quick] [--warm | --goodput-only |
+--moe-only] (--warm starts the simplex from the shipped parameters instead of the fixed starts below; --goodput-only
+keeps the shipped compute parameters and refits goodput alone, for a change that touches only how whole runs are
+predicted; --moe-only refits the parameters only MoE rows inform, MOE_NAMES, on the MoE rows, keeps the others as
+shipped, then refits goodput: for a change to how MoE steps are timed, without moving the dense fit)
 
 Compute parameters are fitted to the THROUGHPUT rows (seconds per step at a stated layout), each
 regime (dense, MoE, long context, small, LoRA, FP8, ...) weighted equally so the many rows of
 one benchmark table do not drown the others:
 
 - eta_max, h_half: the efficiency curve eta = eta_max / (1 + h_half / hidden);
-- m_half: GEMM token rows at half speed (short micro-batches, tokens per routed expert);
+- m_half: GEMM token rows at half speed (short micro-batches); moe_m_half: the same for the routed experts' grouped
+  GEMM (tokens per expert);
 - layer_overhead_us: fixed time per layer and micro-batch (kernel launches, small kernels);
 - attn_ratio: attention kernels' efficiency relative to wide-layer GEMMs (no small-layer term: the kernels tile
   heads x sequence, whatever the hidden size); attn_blackwell: their speed on
@@ -57,7 +60,8 @@ OUT = ROOT / "src" / "gpuplan" / "perf" / "data" / "training-efficiency.json"
 
 # name: start of the simplex. The physical bounds are training_validation.PARAM_BOUNDS (the held-out refits use them too).
 COMPUTE_STARTS = {
-    "eta_max": 0.65, "h_half": 1200.0, "tp_exposed": 0.7, "m_half": 256.0, "layer_overhead_us": 60.0,
+    "eta_max": 0.65, "h_half": 1200.0, "tp_exposed": 0.7, "m_half": 256.0, "moe_m_half": 256.0,
+    "layer_overhead_us": 60.0,
     "attn_ratio": 0.6, "attn_blackwell": 1.0, "lowp_fp8": 0.8, "ep_exposed": 0.8, "cp_exposed": 0.3,
     "dp_exposed": 0.3, "moe_imbalance": 1.15, "moe_layer_overhead_us": 300.0, "moe_expert_overhead_us": 50.0,
     "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8, "attn_dhalf": 32.0,
@@ -71,7 +75,11 @@ def _apply(eff, x: dict):
     return eff.with_params(**kw)
 
 
-def fit_compute(preps, eff, iters: int = 400):
+# The parameters only MoE rows inform: --moe-only refits these on the MoE rows and keeps every other one as shipped.
+MOE_NAMES = ("moe_m_half", "moe_imbalance", "ep_exposed", "moe_layer_overhead_us", "moe_expert_overhead_us")
+
+
+def fit_compute(preps, eff, iters: int = 400, names: tuple[str, ...] | None = None):
     from gpuplan.perf.training_validation import PARAM_BOUNDS, _nelder_mead, steady_state
 
     rows = [p for p in preps if p.kind == "THROUGHPUT"]
@@ -80,7 +88,7 @@ def fit_compute(preps, eff, iters: int = 400):
     w = np.array([1.0 / count[r] for r in regime])
     w = w / w.sum()
     meas = np.array([p.measured for p in rows])
-    names = list(COMPUTE_STARTS)
+    names = list(names or COMPUTE_STARTS)
     lo = [PARAM_BOUNDS[k][0] for k in names]
     hi = [PARAM_BOUNDS[k][1] for k in names]
 
@@ -108,22 +116,31 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--warm", action="store_true", help="start the simplex from the shipped parameters")
     mode.add_argument("--goodput-only", action="store_true",
                       help="keep the shipped compute parameters; refit goodput on the whole-run rows only")
+    mode.add_argument("--moe-only", action="store_true",
+                      help="keep the shipped parameters but the MoE ones (" + ", ".join(MOE_NAMES) + "); refit those "
+                      "on the MoE rows, then goodput")
     args = ap.parse_args(argv)
     iters = 120 if args.quick else 400
-    shipped = json.loads(OUT.read_text(encoding="utf-8"))["params"] if OUT.exists() else {}
-    if (args.warm or args.goodput_only) and shipped:  # start from the shipped fit (Nelder-Mead stops in kinks)
+    shipped_doc = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
+    shipped, prior_source = shipped_doc.get("params", {}), shipped_doc.get("source", "")
+    if (args.warm or args.goodput_only or args.moe_only) and shipped:  # start from the shipped fit
         for k in COMPUTE_STARTS:
             v = shipped.get("lowp_ratio", {}).get("fp8") if k == "lowp_fp8" else shipped.get(k)
             if v is not None:
                 lo, hi = PARAM_BOUNDS[k]
                 COMPUTE_STARTS[k] = min(max(float(v), lo), hi)
-    elif args.goodput_only:
-        ap.error(f"--goodput-only needs a shipped fit in {OUT.relative_to(ROOT)}")
+    elif args.goodput_only or args.moe_only:
+        ap.error(f"--goodput-only / --moe-only need a shipped fit in {OUT.relative_to(ROOT)}")
     fitted = dict(COMPUTE_STARTS)
-    eff = _apply(TrainingEfficiency(), fitted) if args.goodput_only else TrainingEfficiency()
+    eff = _apply(TrainingEfficiency(), fitted) if args.goodput_only or args.moe_only else TrainingEfficiency()
     for _ in range(2):  # default GPU counts of whole runs depend on the fit: settle them with a second pass
         preps = prepare_all(eff)
-        if not args.goodput_only:
+        if args.moe_only:  # only MoE rows depend on these parameters
+            moe = [p for p in preps if (p.row.get("regime") or "") == "moe"]
+            eff, moe_fit, loss = fit_compute(moe, eff, iters, names=MOE_NAMES)
+            fitted.update(moe_fit)
+            print(f"MoE loss (mean |log error| of the MoE throughput rows) {loss:.4f}", flush=True)
+        elif not args.goodput_only:
             eff, fitted, loss = fit_compute(preps, TrainingEfficiency(), iters)
             print(f"compute loss (regime-weighted mean |log error|) {loss:.4f}", flush=True)
         eff = fit_goodput(preps, eff)
@@ -135,7 +152,7 @@ def main(argv: list[str]) -> int:
         "_doc": ("Training efficiency parameters fitted by scripts/fit_training_efficiency.py to "
                  "data/training-runs.csv (THROUGHPUT rows, each regime weighted equally; goodput on FULL rows). "
                  "eta = eta_max * lowp_ratio / (1 + h_half / hidden); GEMMs over M token rows run 1 + m_half / M "
-                 "slower (routed experts: M = tokens per expert per micro-batch); attention at attn_ratio of the "
+                 "slower, routed experts' grouped GEMM 1 + moe_m_half / M (M = tokens per expert per micro-batch); attention at attn_ratio of the "
                  "wide-layer GEMM efficiency, eta without its h_half term, for 128-wide heads (x (1 + attn_dhalf / "
                  "128) / (1 + attn_dhalf / head_dim) otherwise; FlashAttention backward = 2.5 forward passes; on "
                  "Blackwell x attn_blackwell); "
@@ -149,7 +166,11 @@ def main(argv: list[str]) -> int:
                  "against cuDNN); goodput(n) = "
                  "goodput_base / (1 + n * lost_h_per_failure / gpu_h_per_failure). Other parameters are fixed "
                  "defaults (see gpuplan.perf.efficiency)."),
-        "source": f"fitted {dt.date.today().isoformat()} on {len(used)} rows",
+        "source": (f"{prior_source}; " + ("MoE parameters and goodput" if args.moe_only else "goodput")
+                   + f" refitted {dt.date.today().isoformat()} on {len(used)} rows"
+                   + (" (--moe-only)" if args.moe_only else " (--goodput-only)")
+                   if (args.moe_only or args.goodput_only) and prior_source
+                   else f"fitted {dt.date.today().isoformat()} on {len(used)} rows"),
         "fitted": names,
         "params": {k: v for k, v in eff.as_dict().items() if k != "source"},
         "rows": used,

@@ -34,7 +34,8 @@ Optional: gpus_per_node (8), dp, cp, ep, etp, vp, method (full|lora|qlora),
 precision (bf16), recompute, zero, lora_rank, lora_targets, fabric,
 sample_len (mean packed example length), framework (megatron|pytorch),
 fused_moe (1: MoE on Blackwell under a full-iteration CUDA graph with a fused
-grouped-MLP kernel).
+grouped-MLP kernel), moe_dispatcher (flex: DeepEP / HybridEP, default|alltoall),
+ep_overlap (1: the MoE all-to-all overlapped in the combined 1F1B schedule).
 
 kind=serve: model, gpu, tp, input_len, output_len, output_tokens_per_s (all
 replicas). Optional: precision (bf16), kv_precision, engine (vllm|sglang|

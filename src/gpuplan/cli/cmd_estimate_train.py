@@ -31,6 +31,15 @@ FusedMoeOpt = Annotated[bool, typer.Option("--fused-moe", help="MoE on B200/B300
                                            "layer, as Megatron-Bridge's MXFP8 MoE recipes run from NeMo 26.06): no "
                                            "per-expert or per-layer launch costs. The exported files do not set it up.")]
 
+DispatcherOpt = Annotated[Optional[str], typer.Option("--moe-dispatcher", help="MoE token dispatcher: flex (DeepEP "
+                                                      "/ HybridEP, one copy per destination GPU and per remote node; "
+                                                      "default) or alltoall (Megatron's NCCL all-to-all, what the "
+                                                      "exported files launch).")]
+EpOverlapOpt = Annotated[bool, typer.Option("--ep-overlap", help="MoE: overlap the expert-parallel all-to-all with "
+                                            "another micro-batch's compute (Megatron's combined 1F1B schedule, "
+                                            "--overlap-moe-expert-parallel-comm; PP 1 or an interleaved pipeline). "
+                                            "Off by default, as in Megatron and the exported files.")]
+
 
 def _int_opt(name: str, help_: str):
     return Annotated[Optional[int], typer.Option(name, help=help_)]
@@ -80,6 +89,8 @@ def train_command(
     recompute_layers: _int_opt("--recompute-layers", "With --recompute full: recompute only this many layers per pipeline stage (partial recompute).") = None,
     framework: FrameworkOpt = "megatron",
     fused_moe: FusedMoeOpt = False,
+    moe_dispatcher: DispatcherOpt = None,
+    ep_overlap: EpOverlapOpt = False,
     as_json: JsonOpt = False,
     as_csv: CsvOpt = False,
 ) -> None:
@@ -98,7 +109,7 @@ def train_command(
         vp=vp, recompute=recompute, zero=zero, method=method, lora_rank=lora_rank, lora_targets=lora_targets, goodput=goodput,
         efficiency=efficiency, fabric=fabric, gpus_per_node=gpus_per_node, deadline_days=deadline_days,
         flops_convention=attention, teacher=teacher, recompute_layers=recompute_layers, framework=framework,
-        fused_moe=fused_moe)
+        fused_moe=fused_moe, moe_dispatcher=moe_dispatcher, ep_overlap=ep_overlap)
     est = estimate_train(req)  # the request the API takes too (gpuplan.planner.requests)
     if as_json or as_csv:
         from gpuplan.cli.output import print_json

@@ -567,10 +567,11 @@ def megatron_args(ctx: Context) -> list[str]:
     if lay.ep > 1 and cross_node_ep(ctx):
         fix = ("install DeepEP in the image and pass --moe-token-dispatcher-type flex --moe-enable-deepep"
                if ctx.vendor == "nvidia" else "switch to your Megatron fork's tuned dispatcher if it has one")
-        ctx.warn(f"expert parallelism (EP{lay.ep}) leaves the NVLink domain: the plan times its all-to-all as a tuned "
-                 "dispatcher (DeepEP / HybridEP) runs it; the file launches NCCL's all-to-all, which published A/B pairs "
-                 "ran 1.3-1.4x slower per step (XTuner's Qwen3-235B on 256 H800, torchtitan's DeepSeek-V3 on 256 B200): "
-                 + fix)
+        ctx.warn(f"expert parallelism (EP{lay.ep}) leaves the NVLink domain: the plan times its all-to-all as DeepEP / "
+                 "HybridEP run it (one copy of a token per remote node, not overlapped); the file launches NCCL's "
+                 "all-to-all (a copy per selected expert), which published A/B pairs ran 1.3-1.4x slower per step "
+                 "(XTuner's Qwen3-235B on 256 H800, torchtitan's DeepSeek-V3 on 256 B200; `gpuplan estimate train "
+                 "--moe-dispatcher alltoall` times it): " + fix)
     if lay.tp > 1:
         args += ["--sequence-parallel"]
     if lay.micro_batch is not None:

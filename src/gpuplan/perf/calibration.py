@@ -19,7 +19,9 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
                  lora_rank (16), lora_targets (all), fabric (infiniband | ethernet | Gb/s per GPU),
                  sample_len (mean example length when short examples are packed; <= seq_len),
                  framework (megatron | pytorch: torchtitan, FSDP2, Composer; megatron), fused_moe (1: a MoE
-                 run on data-centre Blackwell under a full-iteration CUDA graph with a fused grouped-MLP kernel; 0)
+                 run on data-centre Blackwell under a full-iteration CUDA graph with a fused grouped-MLP kernel; 0),
+                 moe_dispatcher (flex: DeepEP / HybridEP | alltoall: NCCL; flex), ep_overlap (1: the expert-parallel
+                 all-to-all overlapped in Megatron's combined 1F1B schedule; 0)
     kind=serve   model, gpu, tp, input_len, output_len, output_tokens_per_s (all replicas);
                  optional: precision (bf16), kv_precision, engine (vllm | sglang | trtllm; vllm),
                  concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp)
@@ -553,6 +555,12 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     fused = _cell(row, "fused_moe").lower()
     if fused not in ("", "0", "1", "false", "true", "no", "yes"):
         raise _RowError(f"{where}: fused_moe {fused!r}: use 1 or 0 (yes / no)")
+    overlap = _cell(row, "ep_overlap").lower()
+    if overlap not in ("", "0", "1", "false", "true", "no", "yes"):
+        raise _RowError(f"{where}: ep_overlap {overlap!r}: use 1 or 0 (yes / no)")
+    dispatcher = (_cell(row, "moe_dispatcher") or "flex").lower()
+    if dispatcher not in ("alltoall", "flex"):
+        raise _RowError(f"{where}: moe_dispatcher {dispatcher!r}: use alltoall or flex (DeepEP / HybridEP)")
     sample = _pos(row, "sample_len", where, integer=True, upper=seq) if _cell(row, "sample_len") else None
     step = _pos(row, "step_time_s", where, default=0.0, upper=1e7) if _cell(row, "step_time_s") else None
     tps = _pos(row, "tokens_per_s", where, default=0.0) if _cell(row, "tokens_per_s") else None
@@ -565,7 +573,8 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
                 global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample,
-                framework=framework, fused_moe=fused in ("1", "true", "yes"))
+                framework=framework, fused_moe=fused in ("1", "true", "yes"),
+                ep_overlap=overlap in ("1", "true", "yes"), moe_dispatcher=dispatcher)
     label = f"{spec.name} {method} {precision} on {n} x {gpu.id} (TP{tp} PP{pp} DP{dp}, mb {mb}, seq {seq})"
     return Run(line, "train", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
 
@@ -696,7 +705,8 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
             wl = make_workload(kind=kind, method=a["method"], tokens=tokens, seq_len=a["seq_len"],
                                global_batch=a["global_batch"], precision=a["precision"], lora_rank=a["lora_rank"],
                                lora_targets=a["lora_targets"], sample_len=a.get("sample_len"),
-                               framework=a.get("framework", "megatron"), fused_moe=a.get("fused_moe", False))
+                               framework=a.get("framework", "megatron"), fused_moe=a.get("fused_moe", False),
+                               ep_overlap=a.get("ep_overlap", False), moe_dispatcher=a.get("moe_dispatcher", "flex"))
             est = estimate_training(run.model, wl, run.gpu, a["n_gpus"], tp=a["tp"], pp=a["pp"], dp=a["dp"],
                                     cp=a["cp"], ep=a["ep"], etp=a.get("etp"), vp=a["vp"], micro_batch=a["micro_batch"],
                                     recompute=a["recompute"], zero=a["zero"], gpus_per_node=a["gpus_per_node"],

@@ -13,8 +13,8 @@ own (doubled) peak. A variant that scaled the small-layer term with the GPU's FL
 5.2%): modern H100 software runs small models at least as efficiently as 2021-23 A100 stacks.
 
 The time model (training_time.py) adds a few physics parameters, fitted per regime by
-scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed; routed experts see
-b·s·k·e/E rows), `attn_ratio` (attention kernels vs wide GEMMs), `layer_overhead_us` and
+scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed) and `moe_m_half` (the same for the
+routed experts' grouped GEMM, which sees b·s·k·e/E rows per expert), `attn_ratio` (attention kernels vs wide GEMMs), `layer_overhead_us` and
 `moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_expert_overhead_us` (the same
 per local expert), `moe_imbalance` (busiest expert rank / mean) and the exposed shares of the TP, EP
 all-to-all and CP ring communication.
@@ -40,7 +40,7 @@ import numpy as np
 EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
-REGIME_FITTED_NAMES = ("m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
+REGIME_FITTED_NAMES = ("m_half", "moe_m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
                        "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio",
                        "pytorch_attn_ratio", "attn_dhalf")
 
@@ -67,6 +67,9 @@ class TrainingEfficiency:
     # speed (tile quantisation, wave tails). Dense layers see M = tokens per micro-batch; routed
     # experts only the tokens routed to one expert, which is what makes expert parallelism pay.
     m_half: float = 256.0
+    # The routed experts' grouped GEMM over M token rows per expert: one kernel tiles many small per-expert problems
+    # (a tile quantisation and a tail per expert, grouped scheduling), so its rows reach half speed at their own M.
+    moe_m_half: float = 256.0
     # Busiest expert-parallel rank / mean (token routing is never perfectly balanced per micro-batch).
     moe_imbalance: float = 1.15
     # Attention kernels (FlashAttention fwd + bwd, causal masking) reach this share of the wide-layer GEMMs'

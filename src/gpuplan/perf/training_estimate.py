@@ -419,6 +419,8 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     fusable = bool(fused_moe_flags([g])[0])
     if workload.fused_moe:
         _check_fused_moe(spec, shape, g, fusable)
+    if workload.ep_overlap and not shape.is_moe:
+        raise UsageError(f"--ep-overlap hides a MoE model's expert-parallel all-to-all; {spec.name} is dense")
     gpn = _check_gpn(gpus_per_node)
     _check_fraction("goodput", goodput)
     _check_fraction("efficiency", efficiency)
@@ -593,6 +595,22 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"MoE on {g.id} timed as Megatron's eager step runs it, with launches per layer and local expert; "
                      "NVIDIA's MXFP8 MoE recipes from NeMo 26.06 capture the step in one CUDA graph with a fused "
                      "grouped-MLP kernel, which --fused-moe times")
+    if shape.is_moe:
+        assumptions["moe_dispatcher"] = workload.moe_dispatcher
+        assumptions["ep_overlap"] = workload.ep_overlap
+        ep_i, pp_i, vp_i = int(lay["ep"][i]), int(lay["pp"][i]), int(lay["vp"][i])
+        if ep_i > 1 and efficiency is None:
+            if workload.ep_overlap and pp_i > 1 and vp_i <= 1:
+                notes.append("--ep-overlap not counted: Megatron's combined 1F1B schedule needs PP 1 or an interleaved "
+                             "pipeline (--vp > 1)")
+            notes.append(f"EP{ep_i} all-to-all timed as "
+                         + ("NCCL's (a copy per selected expert; --moe-dispatcher alltoall)"
+                            if workload.moe_dispatcher == "alltoall"
+                            else "DeepEP / HybridEP run it (a copy per GPU and per remote node; NCCL's, what the "
+                                 "exported files launch, is --moe-dispatcher alltoall)")
+                         + (", overlapped with another micro-batch (--ep-overlap)" if workload.ep_overlap else
+                            ", on the critical path as Megatron runs it by default; --ep-overlap times the combined "
+                            "1F1B overlap"))
     if workload.recompute_layers is not None:
         assumptions["recompute_layers"] = workload.recompute_layers
     if workload.sample_len:

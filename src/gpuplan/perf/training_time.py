@@ -5,7 +5,7 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
 
 - compute: hardware FLOPs of one micro-batch on one GPU (stage share, uneven stages pay the
   fullest stage) at the GPU's achieved efficiency (efficiency.py), times m micro-batches, split
-  into dense GEMMs (slowed 1 + m_half/M for M token rows per micro-batch), routed-expert GEMMs
+  into dense GEMMs (slowed 1 + m_half/M for M token rows per micro-batch), routed-expert GEMMs (1 + moe_m_half/M)
   (M = tokens per expert: b·s/c·k·e/E, so expert parallelism feeds each expert more rows, 1/t of that with
   experts folded whole over the TP ranks (etp 1, which also drops the MoE block's TP collectives); times
   the load imbalance of the busiest rank) and the attention core (always the causal work the
@@ -22,8 +22,9 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
   inter-node fabric otherwise), `tp_exposed` of it on the critical path;
 - EP all-to-all: dispatch + combine of b·s·h·2·k per MoE layer, backward doubles it; peers in the
-  node over NVLink, the rest over the NIC (the slower share sets the time); overlapped with one
-  micro-batch's compute, what exceeds it is exposed, and never less than `ep_exposed` of it;
+  node over NVLink, the rest over the NIC (the slower share sets the time); on the critical path, or,
+  overlapped with another micro-batch's compute (`ep_overlap`), only what exceeds one micro-batch's
+  compute is exposed, and never less than `ep_exposed` of it;
 - CP ring attention: (c-1) K/V block exchanges per layer, each hidden behind attention on one
   block except for `cp_exposed` of it;
 - PP: activations b·s·h·2/t each way per micro-batch and stage boundary; with virtual stages
@@ -193,6 +194,24 @@ def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, la
     return bw, lat
 
 
+def _a2a_one_way_s(token_bytes, k: int, e, e_local, nvl, inter, flex: bool):
+    """Seconds for one dispatch (or combine) of a rank's tokens (`token_bytes` of hidden states) over e expert-parallel
+    ranks, e_local of them (this one included) inside its NVLink domain, experts spread evenly, routing uniform (k of
+    them per token). NVLink and the network run at once: the slower share sets the time.
+
+    alltoall (NCCL): a token travels once per selected expert on another rank: k·(e_local-1)/e copies over NVLink,
+    k·(e-e_local)/e over the network. flex (DeepEP / HybridEP): once per distinct destination GPU, and across domains
+    once per distinct remote domain (forwarded over NVLink inside it): (e-1)·(1-(1-1/e)^k) copies over NVLink,
+    (n-1)·(1-(1-1/n)^k) over the network, n = e / e_local domains."""
+    kf = float(max(k, 1))
+    if flex:
+        n = np.maximum(e / e_local, 1.0)
+        gpus = np.maximum(e - 1.0, 0.0) * (1.0 - np.power(1.0 - 1.0 / np.maximum(e, 1.0), kf))
+        domains = (n - 1.0) * (1.0 - np.power(1.0 - 1.0 / n, kf))
+        return np.maximum(token_bytes * gpus / nvl, token_bytes * domains / inter)
+    return np.maximum(token_bytes * kf * (e_local - 1) / e / nvl, token_bytes * kf * (e - e_local) / e / inter)
+
+
 def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff: TrainingEfficiency,
                 t, p, d, c, e, b, recompute, zero, v, global_batch, gpus_per_node,
                 inter_node_bytes_s, attention: str = "causal", efficiency_override=None,
@@ -235,7 +254,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # what fine-grained experts cost is more GEMMs per layer: moe_expert_overhead_us per local expert, below.
         # Folded (etp 1), each of a replica's t ranks dispatches its 1/t sequence-parallel share of the tokens.
         rows_e = rows * max(shape.top_k, 1) * e / max(shape.n_experts, 1) * et / t  # tokens per local expert
-        expert_f = (1.0 + eff.m_half / rows_e) * eff.moe_imbalance
+        expert_f = (1.0 + eff.moe_m_half / rows_e) * eff.moe_imbalance
         pt = _mode_parts(parts_tok, rc, wl, lps)
         # FlashAttention runs in 16-bit even in FP8/FP4 training: at the bf16 peak and without the
         # low-precision GEMM ratio.
@@ -350,14 +369,16 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     nvl = np.where(e_local * ep_stride <= feats.scaleup_domain,
                    np.minimum(feats.scaleup_bytes_s, peer * np.maximum(e_local - 1.0, 1.0)), feats.pcie_bytes_s)
     # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
-    a2a_bytes = act_bytes * shape.top_k / t
-    a2a = np.maximum(a2a_bytes * (e_local - 1) / e / nvl, a2a_bytes * (e - e_local) / e / inter)
+    a2a = _a2a_one_way_s(act_bytes / t, shape.top_k, e, e_local, nvl, inter, wl.moe_dispatcher == "flex")
     ep_one = 2.0 * a2a + 2 * np.where(e > e_local, lat_out, lat_in)
-    # Frameworks overlap the all-to-all with another micro-batch's (or chunk's) compute (Megatron's EP
-    # communication overlap, DeepSeek's DualPipe): it hides behind at most one micro-batch's compute, and
-    # `ep_exposed` of it never hides (launch, synchronisation, contention with the GEMMs).
+    # With the all-to-all overlapped with another micro-batch's (or chunk's) compute (wl.ep_overlap: Megatron's combined
+    # 1F1B schedule, DeepSeek's DualPipe) it hides behind at most one micro-batch's compute, and `ep_exposed` of it
+    # never hides (launch, synchronisation, contention with the GEMMs). Without (Megatron's default) the dispatch and
+    # combine sit on the critical path between the router and the experts, and between the experts and the next layer.
+    # Megatron runs the combined 1F1B schedule only without pipelining or with an interleaved (virtual) one.
     ep_mb = moe_layers * 2.0 * ep_one
-    ep = np.where(e > 1, m * np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), 0.0)
+    overlapped = (p <= 1) | (v > 1) if wl.ep_overlap else np.zeros_like(p, dtype=bool)
+    ep = np.where(e > 1, m * np.where(overlapped, np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), ep_mb), 0.0)
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d, p2p=True)
     bw_pp = np.minimum(bw_pp, np.where((t * c * d >= gpn) & (t * c * d * p > feats.scaleup_domain), inter, bw_pp))

@@ -118,6 +118,10 @@ def row_workload(row) -> TrainingWorkload:
         extra["sample_len"] = _i(row, "sample_len")
     if _i(row, "fused_moe"):
         extra["fused_moe"] = True
+    if (row.get("moe_dispatcher") or "").strip():
+        extra["moe_dispatcher"] = row["moe_dispatcher"].strip()
+    if (row.get("ep_overlap") or "").strip():
+        extra["ep_overlap"] = row["ep_overlap"].strip() == "1"
     return make_workload(kind="pretrain" if method == "full" else "finetune", method=method, tokens=tokens,
                          seq_len=_i(row, "seq_len") or 2048, global_batch=_i(row, "global_batch"),
                          precision=row["precision"] or "bf16", flash_attention=bool(_i(row, "flash_attention")),
@@ -337,7 +341,8 @@ def states_layout(row) -> bool:
 # What makes two throughput rows "the same configuration": everything the estimator reads from a row's layout and
 # workload (and whether an MoE run drops tokens); only the source (its software release, its date) differs.
 REPEAT_KEY = ("model_ref", "gpu_id", "precision", "method", "lora_rank", "gpu_count", "seq_len", "global_batch",
-              "micro_batch", "tp", "pp", "ep", "etp", "cp", "vp", "recompute", "fsdp", "framework", "fused_moe")
+              "micro_batch", "tp", "pp", "ep", "etp", "cp", "vp", "recompute", "fsdp", "framework", "fused_moe",
+              "ep_overlap", "moe_dispatcher")
 
 
 def measured_tokens_per_gpu_s(row) -> float | None:
@@ -512,7 +517,7 @@ ROW_KINDS = ("FULL", "THROUGHPUT", "PROJECTION")
 GOODPUT_NAMES = ("goodput_base", "lost_h_per_failure")
 # Physical bounds of the fitted parameters, for the full fit (scripts/fit_training_efficiency.py) and the held-out
 # refits alike; others: >= 0.
-PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0),
+PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0), "moe_m_half": (0.0, 4096.0),
                 "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "attn_blackwell": (0.7, 2.5),
                 "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),

@@ -79,6 +79,14 @@ FUSED_MOE_HELP = ("MoE on data-centre Blackwell: the stack replays the whole ite
                   "set it up")
 
 
+MOE_DISPATCHER_HELP = ("MoE token dispatcher: flex (DeepEP / HybridEP, the default, as NVIDIA's MoE recipes run: a copy "
+                       "of each token per destination GPU, and per remote node over the network) or alltoall "
+                       "(Megatron's NCCL all-to-all, what the exported launch runs: a copy per selected expert)")
+EP_OVERLAP_HELP = ("MoE: overlap the expert-parallel all-to-all with an adjacent micro-batch's compute (Megatron's "
+                   "combined 1F1B schedule, --overlap-moe-expert-parallel-comm; needs PP 1 or an interleaved "
+                   "pipeline); off, as in Megatron and the exported launch, the all-to-all is on the critical path")
+
+
 def _lower(v: Any) -> Any:
     return v.strip().lower() if isinstance(v, str) else v
 
@@ -321,6 +329,9 @@ class TrainEstimateRequest(ModelChoice):
     recompute_layers: int | None = Field(default=None, description="with recompute full: layers recomputed per stage")
     framework: FrameworkField = Field(default="megatron", description=FRAMEWORK_HELP)
     fused_moe: bool = Field(default=False, description=FUSED_MOE_HELP)
+    moe_dispatcher: Annotated[Literal["alltoall", "flex"], BeforeValidator(_lower)] | None = Field(
+        default=None, description=MOE_DISPATCHER_HELP)
+    ep_overlap: bool = Field(default=False, description=EP_OVERLAP_HELP)
 
     @property
     def per_nominal_tokens(self) -> bool:
@@ -331,8 +342,9 @@ class TrainEstimateRequest(ModelChoice):
                                self.global_batch, self.precision, self.lora_rank, self.lora_targets,
                                default_tokens=NOMINAL_TOKENS if self.per_nominal_tokens else None,
                                sample_len=self.sample_len, framework=self.framework)
-        if self.fused_moe:
-            wl = wl.model_copy(update={"fused_moe": True})
+        if self.fused_moe or self.ep_overlap or self.moe_dispatcher:
+            wl = wl.model_copy(update={"fused_moe": self.fused_moe, "ep_overlap": self.ep_overlap,
+                                       "moe_dispatcher": self.moe_dispatcher or wl.moe_dispatcher})
         return with_distillation_and_recompute(wl, self.teacher, self.recompute_layers, self.recompute)
 
 
@@ -356,7 +368,10 @@ def estimate_train(req: TrainEstimateRequest):
     """The TrainingEstimate for a request (the CLI's and the API's answer)."""
     from gpuplan.perf.training_estimate import estimate_training
 
-    est = estimate_training(req.resolve_model(), req.workload(), req.gpu, req.gpus, tp=req.tp, pp=req.pp, cp=req.cp,
+    spec = req.resolve_model()
+    if req.moe_dispatcher is not None and not spec.n_experts:
+        raise UsageError(f"--moe-dispatcher times a MoE model's expert-parallel all-to-all; {spec.name} is dense")
+    est = estimate_training(spec, req.workload(), req.gpu, req.gpus, tp=req.tp, pp=req.pp, cp=req.cp,
                             ep=req.ep, etp=req.etp, vp=req.vp, micro_batch=req.micro_batch, recompute=req.recompute,
                             zero=req.zero, inter_node_gbps_per_gpu=fabric_gbps(req.fabric),
                             gpus_per_node=req.gpus_per_node, goodput=req.goodput, efficiency=req.efficiency,

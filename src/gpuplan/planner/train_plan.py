@@ -811,10 +811,13 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
 
 
 def _assumptions(req, goodput: float, target_h: float, max_wall_h: float, is_moe: bool = False) -> dict[str, Any]:
-    moe = {"moe_stack": "as the exported Megatron launch runs it: a host sync per MoE layer (none on NVL72 racks) "
-                        "and launches per local expert; NVIDIA's MXFP8 MoE recipes on data-centre Blackwell from "
-                        "NeMo 26.06 replay the iteration as one CUDA graph with a fused grouped-MLP kernel and run "
-                        "faster, which `gpuplan estimate train --fused-moe` times"} if is_moe else {}
+    moe = {"moe_stack": "the expert-parallel all-to-all as DeepEP / HybridEP run it (a copy per GPU and per remote node; "
+                        "the exported launch runs NCCL's, a copy per selected expert, and warns where that matters), "
+                        "on the critical path as Megatron runs it by default; a host sync per MoE layer (none on NVL72 "
+                        "racks) and launches per local expert. Tuned recipes overlap the all-to-all in the combined "
+                        "1F1B schedule and, on data-centre Blackwell from NeMo 26.06, replay the iteration as one CUDA "
+                        "graph with a fused grouped-MLP kernel: `gpuplan estimate train --ep-overlap --fused-moe` "
+                        "times them, `--moe-dispatcher alltoall` NCCL's all-to-all"} if is_moe else {}
     return {**moe,
         "goodput_non_failure": goodput,
         "count_choice": f"cheapest node count that finishes within {target_h / 24:g} days "
