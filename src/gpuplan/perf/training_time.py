@@ -21,7 +21,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
   recompute) of b·s·h·2 bytes, ring volume 2(t-1)/t, over NVLink inside a node (PCIe or the
   inter-node fabric otherwise), `tp_exposed` of it on the critical path;
-- EP all-to-all: dispatch + combine of b·s·h·2·k per MoE layer, backward doubles it; peers in the
+- EP all-to-all: dispatch + combine per MoE layer, backward doubles it: b·s·h·2 bytes per selected expert with NCCL's
+  all-to-all, per destination GPU and per remote NVLink domain with DeepEP / HybridEP (`moe_dispatcher`); peers in the
   node over NVLink, the rest over the NIC (the slower share sets the time); on the critical path, or,
   overlapped with another micro-batch's compute (`ep_overlap`), only what exceeds one micro-batch's
   compute is exposed, and never less than `ep_exposed` of it;

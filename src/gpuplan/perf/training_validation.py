@@ -517,7 +517,8 @@ ROW_KINDS = ("FULL", "THROUGHPUT", "PROJECTION")
 GOODPUT_NAMES = ("goodput_base", "lost_h_per_failure")
 # Physical bounds of the fitted parameters, for the full fit (scripts/fit_training_efficiency.py) and the held-out
 # refits alike; others: >= 0.
-PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0), "moe_m_half": (0.0, 4096.0),
+PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (0.0, 1.0), "m_half": (0.0, 2048.0),
+                "moe_m_half": (0.0, 4096.0),
                 "layer_overhead_us": (0.0, 500.0), "attn_ratio": (0.25, 1.0), "attn_blackwell": (0.7, 2.5),
                 "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),

@@ -80,15 +80,15 @@ class TrainingWorkload(BaseModel):
     # files do not set it up).
     fused_moe: bool = Field(default=False, description="routed experts as one fused grouped-MLP kernel inside a "
                                                        "full-iteration CUDA graph (Blackwell only)")
-    # Expert-parallel all-to-all overlap (Megatron's combined 1F1B schedule, --overlap-moe-expert-parallel-comm): one
-    # micro-batch's dispatch and combine run behind an adjacent micro-batch's compute. Off by default, as in Megatron
-    # and in the exported launch files: then the all-to-all sits on the critical path.
     # The MoE token dispatcher: `flex` (DeepEP / HybridEP, what NVIDIA's MoE recipes run on most models and GPUs: a
     # token goes once per destination GPU inside an NVLink domain and once per remote domain over the network,
     # forwarded over NVLink there) or `alltoall` (Megatron's NCCL all-to-all: once per selected expert).
     moe_dispatcher: MoeDispatcher = Field(default="flex", description="MoE token dispatcher: flex (DeepEP / HybridEP, "
                                           "a copy per GPU and per remote node) or alltoall (NCCL, a copy per "
                                           "selected expert)")
+    # Expert-parallel all-to-all overlap (Megatron's combined 1F1B schedule, --overlap-moe-expert-parallel-comm): one
+    # micro-batch's dispatch and combine run behind an adjacent micro-batch's compute. Off by default, as in Megatron
+    # and in the exported launch files: then the all-to-all sits on the critical path.
     ep_overlap: bool = Field(default=False, description="MoE: expert-parallel all-to-all overlapped with another "
                                                         "micro-batch's compute (Megatron's combined 1F1B schedule)")
     # Distillation: a frozen teacher runs a forward pass over every training token.
