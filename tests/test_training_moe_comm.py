@@ -103,6 +103,16 @@ def test_estimate_train_moe_comm_flags(cli):
     assert nccl["step_time_s"] > 1.05 * default["step_time_s"] > 1.05 * hidden["step_time_s"]
 
 
+def test_estimate_train_says_when_the_overlap_cannot_run(cli):
+    code, out, _ = cli("estimate", "train", "-m", "qwen3-30b-a3b", "--gpu", "H100", "--gpus", "16", "--tp", "1",
+                       "--pp", "2", "--vp", "1", "--ep", "8", "--ep-overlap", "--json")
+    assert code == 0
+    est = json.loads(out)
+    assert est["assumptions"]["ep_overlap"] is False
+    assert any("--ep-overlap not counted" in n for n in est["notes"])
+    assert not any("overlapped with another micro-batch" in n for n in est["notes"])
+
+
 @pytest.mark.parametrize("extra, fragment", [(("--ep-overlap",), "is dense"),
                                              (("--moe-dispatcher", "flex"), "is dense"),
                                              (("--moe-dispatcher", "deepep"), "--moe-dispatcher: Input should be")])

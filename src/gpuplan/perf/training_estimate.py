@@ -596,11 +596,12 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      "NVIDIA's MXFP8 MoE recipes from NeMo 26.06 capture the step in one CUDA graph with a fused "
                      "grouped-MLP kernel, which --fused-moe times")
     if shape.is_moe:
-        assumptions["moe_dispatcher"] = workload.moe_dispatcher
-        assumptions["ep_overlap"] = workload.ep_overlap
         ep_i, pp_i, vp_i = int(lay["ep"][i]), int(lay["pp"][i]), int(lay["vp"][i])
+        overlapped = workload.ep_overlap and (pp_i <= 1 or vp_i > 1)  # as training_time counts it
+        assumptions["moe_dispatcher"] = workload.moe_dispatcher
+        assumptions["ep_overlap"] = overlapped
         if ep_i > 1 and efficiency is None:
-            if workload.ep_overlap and pp_i > 1 and vp_i <= 1:
+            if workload.ep_overlap and not overlapped:
                 notes.append("--ep-overlap not counted: Megatron's combined 1F1B schedule needs PP 1 or an interleaved "
                              "pipeline (--vp > 1)")
             notes.append(f"EP{ep_i} all-to-all timed as "
@@ -608,7 +609,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                             if workload.moe_dispatcher == "alltoall"
                             else "DeepEP / HybridEP run it (a copy per GPU and per remote node; NCCL's, what the "
                                  "exported files launch, is --moe-dispatcher alltoall)")
-                         + (", overlapped with another micro-batch (--ep-overlap)" if workload.ep_overlap else
+                         + (", overlapped with another micro-batch (--ep-overlap)" if overlapped else
                             ", on the critical path as Megatron runs it by default; --ep-overlap times the combined "
                             "1F1B overlap"))
     if workload.recompute_layers is not None:
