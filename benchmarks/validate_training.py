@@ -8,7 +8,8 @@ leave-one-row-out (LOO) and leave-one-source-out (LOSO: every row of the row's p
 fit together), then per regime and row kind the median and p90 absolute percentage errors, and a summary against
 the issue-13 targets. The LOSO table is the headline. `--write-bands` writes data/training-error-bands.json
 (per-regime held-out quantiles of log(predicted/measured)); the shipped training bands are written leave-one-source-out:
-held out as a family, NVIDIA's Megatron-Bridge MoE rows are predicted from the few MoE rows of other stacks alone. Refits (in-sample, LOO, LOSO) move every parameter that
+held out as a family, NVIDIA's Megatron-Bridge MoE rows are predicted from the few MoE rows of other stacks alone.
+Refits (in-sample, LOO, LOSO) move every parameter that
 scripts/fit_training_efficiency.py fits, on the model linearized at the shipped point, then predict the held-out
 rows exactly (see gpuplan.perf.training_validation). `--quick` predicts the LOO rows with the linear model;
 `--regime` restricts the printed rows and tables (fits always use every row). `--forward 2026-01` also predicts every

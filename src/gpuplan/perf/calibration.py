@@ -442,6 +442,14 @@ class _RowError(UsageError):
     pass
 
 
+def _yes_no(row: dict, key: str, where: str) -> bool:
+    """A 1 / 0 (yes / no, true / false) cell; empty is no."""
+    v = _cell(row, key).lower()
+    if v not in ("", "0", "1", "false", "true", "no", "yes"):
+        raise _RowError(f"{where}: {key} {v!r}: use 1 or 0 (yes / no)")
+    return v in ("1", "true", "yes")
+
+
 def _pos(row: dict, key: str, where: str, *, integer: bool = False, default=None, upper: float = 1e15):
     text = _cell(row, key)
     if text == "":
@@ -552,12 +560,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     framework = (_cell(row, "framework") or "megatron").lower()
     if framework not in FRAMEWORKS:
         raise _RowError(f"{where}: framework {framework!r}: use {' or '.join(FRAMEWORKS)}")
-    fused = _cell(row, "fused_moe").lower()
-    if fused not in ("", "0", "1", "false", "true", "no", "yes"):
-        raise _RowError(f"{where}: fused_moe {fused!r}: use 1 or 0 (yes / no)")
-    overlap = _cell(row, "ep_overlap").lower()
-    if overlap not in ("", "0", "1", "false", "true", "no", "yes"):
-        raise _RowError(f"{where}: ep_overlap {overlap!r}: use 1 or 0 (yes / no)")
+    fused, overlap = _yes_no(row, "fused_moe", where), _yes_no(row, "ep_overlap", where)
     dispatcher = (_cell(row, "moe_dispatcher") or "flex").lower()
     if dispatcher not in ("alltoall", "flex"):
         raise _RowError(f"{where}: moe_dispatcher {dispatcher!r}: use alltoall or flex (DeepEP / HybridEP)")
@@ -573,8 +576,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     args = dict(n_gpus=n, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, vp=vp, micro_batch=mb, recompute=recompute, zero=zero,
                 gpus_per_node=gpn, inter_node_gbps_per_gpu=fabric, method=method, precision=precision,
                 global_batch=gb, seq_len=seq, lora_rank=rank, lora_targets=targets, sample_len=sample,
-                framework=framework, fused_moe=fused in ("1", "true", "yes"),
-                ep_overlap=overlap in ("1", "true", "yes"), moe_dispatcher=dispatcher)
+                framework=framework, fused_moe=fused, ep_overlap=overlap, moe_dispatcher=dispatcher)
     label = f"{spec.name} {method} {precision} on {n} x {gpu.id} (TP{tp} PP{pp} DP{dp}, mb {mb}, seq {seq})"
     return Run(line, "train", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
 

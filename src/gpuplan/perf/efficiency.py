@@ -14,7 +14,8 @@ own (doubled) peak. A variant that scaled the small-layer term with the GPU's FL
 
 The time model (training_time.py) adds a few physics parameters, fitted per regime by
 scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed) and `moe_m_half` (the same for the
-routed experts' grouped GEMM, which sees b·s·k·e/E rows per expert), `attn_ratio` (attention kernels vs wide GEMMs), `layer_overhead_us` and
+routed experts' grouped GEMM, which sees b·s·k·e/E rows per expert), `attn_ratio` (attention kernels vs wide
+GEMMs), `layer_overhead_us` and
 `moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_expert_overhead_us` (the same
 per local expert), `moe_imbalance` (busiest expert rank / mean) and the exposed shares of the TP, EP
 all-to-all and CP ring communication.
@@ -40,9 +41,9 @@ import numpy as np
 EFFICIENCY_FILE = "training-efficiency.json"
 FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_failure")
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
-REGIME_FITTED_NAMES = ("m_half", "moe_m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell", "cp_exposed", "dp_exposed",
-                       "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us", "pytorch_fp8_ratio",
-                       "pytorch_attn_ratio", "attn_dhalf")
+REGIME_FITTED_NAMES = ("m_half", "moe_m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell",
+                       "cp_exposed", "dp_exposed", "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us",
+                       "pytorch_fp8_ratio", "pytorch_attn_ratio", "attn_dhalf")
 
 
 @dataclass(frozen=True)

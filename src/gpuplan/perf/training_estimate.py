@@ -26,8 +26,8 @@ from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
-from gpuplan.perf.training_time import (flops_per_token, fused_moe_flags, gpu_features, inter_node_bytes_per_s,
-                                        step_time_s)
+from gpuplan.perf.training_time import (ep_overlap_runs, flops_per_token, fused_moe_flags, gpu_features,
+                                        inter_node_bytes_per_s, step_time_s)
 from gpuplan.perf.workload import TrainingWorkload
 
 DEFAULT_DEADLINE_DAYS = 30.0
@@ -597,7 +597,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                      "grouped-MLP kernel, which --fused-moe times")
     if shape.is_moe:
         ep_i, pp_i, vp_i = int(lay["ep"][i]), int(lay["pp"][i]), int(lay["vp"][i])
-        overlapped = workload.ep_overlap and (pp_i <= 1 or vp_i > 1)  # as training_time counts it
+        overlapped = workload.ep_overlap and bool(ep_overlap_runs(pp_i, vp_i))
         assumptions["moe_dispatcher"] = workload.moe_dispatcher
         assumptions["ep_overlap"] = overlapped
         if ep_i > 1 and efficiency is None:

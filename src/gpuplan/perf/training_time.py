@@ -195,6 +195,12 @@ def _link(group, span, feats_scaleup, feats_domain, pcie, inter, gpn, lat_in, la
     return bw, lat
 
 
+def ep_overlap_runs(pp, vp):
+    """Where Megatron can run the combined 1F1B schedule (`TrainingWorkload.ep_overlap`): without pipelining or with an
+    interleaved (virtual) one. Arrays broadcast."""
+    return (np.asarray(pp) <= 1) | (np.asarray(vp) > 1)
+
+
 def _a2a_one_way_s(token_bytes, k: int, e, e_local, nvl, inter, flex: bool):
     """Seconds for one dispatch (or combine) of a rank's tokens (`token_bytes` of hidden states) over e expert-parallel
     ranks, e_local of them (this one included) inside its NVLink domain, experts spread evenly, routing uniform (k of
@@ -376,9 +382,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # 1F1B schedule, DeepSeek's DualPipe) it hides behind at most one micro-batch's compute, and `ep_exposed` of it
     # never hides (launch, synchronisation, contention with the GEMMs). Without (Megatron's default) the dispatch and
     # combine sit on the critical path between the router and the experts, and between the experts and the next layer.
-    # Megatron runs the combined 1F1B schedule only without pipelining or with an interleaved (virtual) one.
     ep_mb = moe_layers * 2.0 * ep_one
-    overlapped = (p <= 1) | (v > 1) if wl.ep_overlap else np.zeros_like(p, dtype=bool)
+    overlapped = ep_overlap_runs(p, v) if wl.ep_overlap else np.zeros_like(p, dtype=bool)
     ep = np.where(e > 1, m * np.where(overlapped, np.maximum(eff.ep_exposed * ep_mb, ep_mb - t_mb), ep_mb), 0.0)
     # Pipeline point-to-point, scatter-gather over t.
     bw_pp, lat_pp = link(p, t * c * d, p2p=True)
