@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuplan.display import layout_text
 from gpuplan.errors import UsageError
 from gpuplan.export import (
     ExportOptions, build_export, export_plan, export_result, load_plan_result, parse_plan_result, write_atomic,
@@ -685,3 +686,91 @@ def test_moe_launch_runs_a_grouped_gemm_and_an_all_to_all_and_warns_when_ep_leav
     assert any("does not pass --moe-grouped-gemm" in w for w in ctx.warnings)
     assert any("EP32) leaves" in w and "fork's tuned dispatcher" in w and "DeepEP in the image" not in w
                for w in ctx.warnings)
+
+
+# ---------------------------------------------------------------- Megatron flags: the plan's gradients and overlap
+
+MEGATRON_FLAGS = Path(__file__).parent / "fixtures" / "sources" / "megatron_core_v0.15.0_flags.txt"
+
+
+def test_megatron_launch_reduces_gradients_as_the_plan_assumed_and_overlaps_them():
+    """Under --bf16 Megatron keeps fp32 gradient buffers and reduces in fp32, after the backward, unless told
+    otherwise; the plan's memory and step time assume bf16 gradients reduced behind the compute."""
+    result = load("train_aws_h100_spot.json")  # H100, tp=8, ZeRO-1, bf16
+    plan = result.plans[0]
+    line = megatron_args_line(plan, result.summary)
+    for flag in ("--overlap-grad-reduce", "--overlap-param-gather", "--grad-reduce-in-bf16"):
+        assert f"{flag} " in line, flag
+    assert "--grad-reduce-in-bf16" not in megatron_args_line(plan, dict(result.summary, gradient_bytes=4))
+    z0 = plan.model_copy(update={"layout": plan.layout.model_copy(update={"zero": 0})})
+    assert "--overlap-grad-reduce " in megatron_args_line(z0, result.summary)
+    assert "--overlap-param-gather" not in megatron_args_line(z0, result.summary)  # needs a sharded optimizer
+    fp16 = plan.model_copy(update={"precision": "fp16"})
+    assert "--grad-reduce-in-bf16" not in megatron_args_line(fp16, result.summary)
+    amd = plan.model_copy(update={"gpu": "MI300X"})
+    ctx = make_context(amd, result.summary, ExportOptions())
+    assert "--grad-reduce-in-bf16" not in megatron_args(ctx) and "--overlap-grad-reduce" in megatron_args(ctx)
+    assert any("fp32 buffers" in w and "--grad-reduce-in-bf16" in w for w in ctx.warnings)
+
+
+@pytest.mark.parametrize("layout", [dict(), dict(zero=0), dict(zero=2), dict(zero=3, cp=2),
+                                    dict(tp=1, pp=8, ep=8, etp=None), dict(tp=2, pp=8, ep=32, etp=1, vp=2)])
+def test_every_flag_the_megatron_launch_passes_is_one_the_pinned_release_parses(layout):
+    """The option strings of Megatron-LM core_v0.15.0's argument parser, cut from its arguments.py: a misspelt or
+    retired flag would stop the exported job at start-up."""
+    from gpuplan.export.common import data_map
+
+    header = MEGATRON_FLAGS.read_text().splitlines()
+    assert data_map("training")["megatron"]["ref"] in header[1]  # the list is the pinned release's
+    known = {w for w in header if w.startswith("--")}
+    result = load("train_aws_h100_spot.json")
+    plan = result.plans[0]
+    plan = plan.model_copy(update={"layout": plan.layout.model_copy(update=layout)})
+    summary = dict(result.summary, model="qwen3-235b-a22b" if layout.get("ep") else result.summary["model"])
+    run = docs(build_export(plan, "skypilot", summary=summary).text)[0]["run"]
+    words = run[run.index("pretrain_gpt.py"):].split()
+    flags = {w for w in words if w.startswith("--")}
+    assert {"--tensor-model-parallel-size", "--overlap-grad-reduce", "--bf16"} <= flags
+    assert flags - known == set()
+
+
+def test_megatron_launch_interleaves_and_splits_uneven_stages_as_the_plan_timed():
+    """Megatron refuses a layer count that does not divide over the stages, and runs plain 1F1B unless told the
+    interleaved chunks; the plan times ceil(layers / pp) on its fullest stage and vp chunks per stage."""
+    result = load("train_aws_h100_spot.json")  # llama-3.1-70b: 80 layers
+
+    def line(vendor_gpu="H100-SXM", **layout):
+        plan = result.plans[0]
+        p = plan.model_copy(update={"gpu": vendor_gpu, "layout": plan.layout.model_copy(update=layout)})
+        ctx = make_context(p, result.summary, ExportOptions())
+        return " ".join(megatron_args(ctx)) + " ", ctx.warnings
+
+    even, _ = line(pp=4, vp=1)
+    assert "--num-layers-per-virtual-pipeline-stage" not in even and "--pipeline-model-parallel-layout" not in even
+    assert "--num-layers-per-virtual-pipeline-stage 4 " in line(pp=4, vp=5)[0]  # 20 layers per stage, 5 chunks
+    three, _ = line(pp=3, vp=1)
+    assert "--pipeline-model-parallel-layout Et*27|t*27|t*26L " in three
+    chunks, _ = line(pp=3, vp=2)  # chunk k of stage s is entry k * pp + s: stages hold 27, 27, 26 layers
+    layout = chunks.split("--pipeline-model-parallel-layout ")[1].split()[0]
+    sizes = [int(c.strip("EL").split("*")[1]) for c in layout.split("|")]
+    assert len(sizes) == 6 and sum(sizes) == 80
+    assert sorted(sum(sizes[s::3]) for s in range(3)) == [26, 27, 27]
+    amd, warnings = line("MI300X", pp=3, vp=1)  # the ROCm fork's flags: the last stage's size
+    assert "--decoder-last-pipeline-num-layers 26 " in amd and "--pipeline-model-parallel-layout" not in amd
+    amd, warnings = line("MI300X", pp=3, vp=2)
+    assert "--pipeline-model-parallel-layout" not in amd and any("without interleaving" in w for w in warnings)
+    assert "VP2" in layout_text(result.plans[0].layout.model_copy(update={"pp": 3, "vp": 2}))
+
+
+def test_a_planned_interleaved_pipeline_is_launched_interleaved(cli):
+    """The planner's record keeps the interleaved chunks it timed, and the launch runs them, in whole groups of pp."""
+    result = planned(cli, "train", "--model", "llama-3.1-70b", "--tokens", "2e12", "--providers", "nebius")
+    plan = next((p for p in result.plans if p.layout.pp > 1 and p.layout.vp > 1), None)
+    assert plan is not None, [p.layout for p in result.plans]
+    lay = plan.layout
+    assert f"PP{lay.pp} VP{lay.vp}" in layout_text(lay)
+    assert train_env(make_context(plan, result.summary, ExportOptions()))["VP_SIZE"] == str(lay.vp)
+    run = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]["run"]
+    assert f"--num-layers-per-virtual-pipeline-stage {80 // lay.pp // lay.vp} " in run
+    batch = int(run.split("--global-batch-size ")[1].split()[0])
+    assert (batch // (lay.dp * lay.micro_batch)) % lay.pp == 0

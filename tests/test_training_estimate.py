@@ -159,6 +159,24 @@ def test_enumerated_valid_layouts_obey_the_rules():
     assert np.all(t * p * d * c == lay["n"][ok])
     assert np.all(t <= 8) and np.all(shape.n_heads % t == 0)
     assert np.all(1024 % (d * b) == 0) and np.all(p <= shape.n_layers)
+    v = lay["vp"][ok]
+    assert (v > 1).any() and np.all(((1024 // (d * b)) % p)[v > 1] == 0)  # interleaving: whole groups of pp
+
+
+def test_interleaved_pipelines_run_whole_groups_of_micro_batches():
+    """Megatron's interleaved schedule takes the micro-batches pp at a time and raises otherwise: a given batch that
+    leaves a partial group is rejected (under its own reason); a default batch rounds up to whole groups."""
+    from gpuplan.perf.layout_search import REASONS, LayoutFixed
+
+    shape = model_shape(__import__("gpuplan.models", fromlist=["resolve_model"]).resolve_model("llama-3.1-70b"))
+    fixed = LayoutFixed(tp=8, pp=4, vp=5, micro_batch=1)
+    lay = enumerate_layouts(shape, pretraining(1e12, seq_len=8192, global_batch=6), [64], 8, fixed)
+    assert (lay["reason"] == REASONS.index("interleave_microbatches")).all()  # dp 2: 3 micro-batches, pp 4
+    lay = enumerate_layouts(shape, pretraining(1e12, seq_len=8192, global_batch=8), [64], 8, fixed)
+    assert (lay["reason"] < 0).any()  # 4 micro-batches: one group
+    e = estimate_training("llama-3.1-70b", pretraining(1e11, seq_len=8192), "H100", 64, n_runners_up=0,
+                          tp=8, pp=4, vp=5, micro_batch=1)
+    assert (e.layout.global_batch // (e.layout.dp * e.layout.micro_batch)) % 4 == 0
 
 
 def test_search_is_fast():

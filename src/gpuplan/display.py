@@ -189,9 +189,9 @@ def fmt_pricing(p: Any) -> str:
 # ---- layouts ------------------------------------------------------------------------------
 
 def layout_text(layout: Any) -> str:
-    """'TP8 PP4 DP16 ZeRO-1' (app.js layoutText): the parallel axes above 1, DP always, ZeRO when
-    sharded, ETP1 after EP when the experts are folded whole over the TP ranks. `layout` is a plan's layout dict
-    or any object with those attributes."""
+    """'TP8 PP4 VP2 DP16 ZeRO-1' (app.js layoutText): the parallel axes above 1, DP always, ZeRO when
+    sharded, VP after PP when the stages are interleaved, ETP1 after EP when the experts are folded whole over the TP
+    ranks. `layout` is a plan's layout dict or any object with those attributes."""
     if layout is None:
         return MISSING
     get = layout.get if isinstance(layout, dict) else (lambda k, d=None: getattr(layout, k, d))
@@ -199,6 +199,8 @@ def layout_text(layout: Any) -> str:
     for k in ("tp", "pp", "cp", "ep", "dp"):
         if get(k) and (get(k) > 1 or k == "dp"):
             parts.append(f"{k.upper()}{get(k)}")
+        if k == "pp" and _num(get("vp")) and get("vp") > 1:
+            parts.append(f"VP{get('vp')}")
         if k == "ep" and _num(get("etp")) and _num(get("tp")) and get("tp") > 1 and get("etp") < get("tp"):
             parts.append(f"ETP{get('etp')}")
     zero = get("zero")

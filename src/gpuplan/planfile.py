@@ -250,6 +250,7 @@ def _check_plan(p: Any, w: str, workload: str) -> None:
     for key in ("tp", "pp", "cp", "dp", "ep"):
         _num(lay.get(key, 1), f"{w}.layout.{key}", 1, MAX_PARALLEL, integer=True)
     _num(lay.get("etp"), f"{w}.layout.etp", 1, MAX_PARALLEL, integer=True, optional=True)
+    _num(lay.get("vp"), f"{w}.layout.vp", 1, MAX_PARALLEL, integer=True, optional=True)
     _num(lay.get("micro_batch"), f"{w}.layout.micro_batch", 1, 1e6, integer=True, optional=True)
     _num(lay.get("zero"), f"{w}.layout.zero", 0, 3, integer=True, optional=True)
     rec = lay.get("recompute")

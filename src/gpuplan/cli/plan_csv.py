@@ -5,7 +5,8 @@ from typing import Any
 
 PLAN_CSV_COLUMNS = (
     "rank", "workload", "provider", "gpu", "instance_type", "region", "pricing", "nodes", "gpus_per_node", "gpus",
-    "precision", "tp", "pp", "dp", "cp", "ep", "etp", "micro_batch", "recompute", "zero", "replicas", "gpus_per_replica",
+    "precision", "tp", "pp", "vp", "dp", "cp", "ep", "etp", "micro_batch", "recompute", "zero", "replicas",
+    "gpus_per_replica",
     "wall_hours", "wall_p10_hours", "wall_p90_hours", "gpu_hours", "cost_usd", "cost_p10_usd", "cost_p90_usd",
     "rank_cost_usd", "cost_per_million_output_tokens_usd", "output_tokens_per_s", "network_rtt_ms", "ties_first",
     "expected_interruptions", "checkpoint_interval_min", "risk", "confidence", "price_age_days", "stale", "also_at",
@@ -18,7 +19,8 @@ def plan_csv_rows(result: Any) -> list[dict[str, Any]]:
         d = plan.model_dump(mode="json")
         layout = d.get("layout") or {}
         also = d.get("also_at") or []
-        rows.append({**d, **{k: layout.get(k) for k in ("tp", "pp", "dp", "cp", "ep", "etp", "micro_batch", "recompute", "zero")},
+        axes = ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "micro_batch", "recompute", "zero")
+        rows.append({**d, **{k: layout.get(k) for k in axes},
                      "also_at": "; ".join(str(a.get("label", a) if isinstance(a, dict) else a) for a in also)})
     return rows
 

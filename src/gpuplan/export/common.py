@@ -283,7 +283,7 @@ def train_env(ctx: Context) -> dict[str, str]:
         "MODEL": s.get("model", ""),
         "NNODES": p.nodes, "GPUS_PER_NODE": ctx.gpus_per_node, "WORLD_SIZE_GPUS": p.gpus,
         "TP_SIZE": lay.tp, "PP_SIZE": lay.pp, "CP_SIZE": lay.cp, "DP_SIZE": lay.dp, "EP_SIZE": lay.ep,
-        "ETP_SIZE": lay.tp if lay.etp is None else lay.etp,
+        "ETP_SIZE": lay.tp if lay.etp is None else lay.etp, "VP_SIZE": lay.vp,
         "PRECISION": p.precision,
     }
     if lay.micro_batch is not None:
@@ -311,18 +311,20 @@ def train_env(ctx: Context) -> dict[str, str]:
 
 
 def global_batch(ctx: Context) -> int | None:
-    """The plan's global batch (sequences), as a multiple of micro batch x data parallel, which trainers
-    require (the planner's batch is per request, not per layout)."""
+    """The plan's global batch (sequences), rounded up as the layout search rounded it: to a multiple of micro batch x
+    data parallel, which trainers require, and with interleaved stages of whole groups of pp micro-batches, which
+    Megatron's interleaved schedule requires (the planner's batch is per request, not per layout)."""
     try:
         gb = int(round(float(ctx.summary["global_batch"])))
     except (KeyError, TypeError, ValueError):
         return None
     lay = ctx.plan.layout
-    unit = max(1, (lay.micro_batch or 1) * lay.dp)
-    rounded = max(unit, int(round(gb / unit)) * unit)
+    groups = lay.pp if lay.pp > 1 and lay.vp > 1 else 1
+    unit = max(1, (lay.micro_batch or 1) * lay.dp * groups)
+    rounded = max(unit, -(-gb // unit) * unit)
     if rounded != gb:
-        ctx.warn(f"global batch {gb} is not a multiple of micro batch x data parallel = {unit}: the files use "
-                 f"{rounded} sequences")
+        what = "micro batch x data parallel" + (" x pipeline stages (interleaved)" if groups > 1 else "")
+        ctx.warn(f"global batch {gb} is not a multiple of {what} = {unit}: the files use {rounded} sequences")
     return rounded
 
 
@@ -572,6 +574,7 @@ def megatron_args(ctx: Context) -> list[str]:
                  "all-to-all (a copy per selected expert), which published A/B pairs ran 1.3-1.4x slower per step "
                  "(XTuner's Qwen3-235B on 256 H800, torchtitan's DeepSeek-V3 on 256 B200; `gpuplan estimate train "
                  "--moe-dispatcher alltoall` times it): " + fix)
+    args += _pipeline_split_args(ctx)
     if lay.tp > 1:
         args += ["--sequence-parallel"]
     if lay.micro_batch is not None:
@@ -602,11 +605,67 @@ def megatron_args(ctx: Context) -> list[str]:
                  "--no-gradient-accumulation-fusion", "--ckpt-format", "fsdp_dtensor"]
     elif z >= 1:
         args += ["--use-distributed-optimizer"]  # ZeRO-1: optimizer state sharded over data parallel
+    # The data-parallel overlap the plan times: Megatron's default runs the gradient reduction after the backward and
+    # the weight gather before the forward, both exposed; with these it buckets them behind the compute.
+    args += ["--overlap-grad-reduce"] + (["--overlap-param-gather"] if z >= 1 else [])
+    args += _gradient_dtype_args(ctx, prec)
     steps = save_interval_steps(ctx)
     args += ["--save", ctx.options.checkpoint_dir, "--load", ctx.options.checkpoint_dir]
     if steps is not None:
         args += ["--save-interval", str(steps)]
     return args
+
+
+def _pipeline_split_args(ctx: Context) -> list[str]:
+    """The plan's pipeline: its interleaved chunks (vp), and layer counts that do not split evenly over the stages,
+    which Megatron-LM refuses without a split (the plan's fullest stage holds ceil(layers / pp)). Even splits use the
+    long-standing per-chunk flag; uneven ones core_v0.15.0's explicit layout (chunk k of stage s is entry k * pp + s,
+    the embedding before the first, the loss after the last), or the first / last stage sizes on forks without it."""
+    lay = ctx.plan.layout
+    p, v = int(lay.pp), int(lay.vp or 1)
+    m = model_spec(ctx)
+    if p <= 1 or m is None:
+        if p > 1 and v > 1:
+            ctx.warn(f"the model's layer count is unknown: set --num-layers-per-virtual-pipeline-stage for the plan's "
+                     f"{v} interleaved chunks per stage")
+        return []
+    n = int(m.n_layers)
+    per_stage, rest = divmod(n, p)
+    if not rest and v == 1:
+        return []
+    if not rest and per_stage % v == 0:
+        return ["--num-layers-per-virtual-pipeline-stage", str(per_stage // v)]
+    if ctx.vendor == "nvidia":
+        base, extra = divmod(n, p * v)
+        chunks = [f"t*{base + (k < extra)}" for k in range(p * v)]
+        return ["--pipeline-model-parallel-layout", "E" + "|".join(chunks) + "L"]
+    if v == 1:  # the first p - 1 stages hold ceil(n / p) layers, the last the remainder
+        full = -(-n // p)
+        last = n - full * (p - 1)
+        if last >= 1:
+            return ["--decoder-last-pipeline-num-layers", str(last)]
+        first = (n - full * (p - 2)) // 2
+        return ["--decoder-first-pipeline-num-layers", str(first),
+                "--decoder-last-pipeline-num-layers", str(n - full * (p - 2) - first)]
+    ctx.warn(f"{n} layers do not split into {p} stages x {v} interleaved chunks evenly, and this vendor's Megatron fork "
+             f"may not take --pipeline-model-parallel-layout: the file runs without interleaving (a larger pipeline "
+             f"bubble than the plan timed); add the layout flag if your image has it")
+    return []
+
+
+def _gradient_dtype_args(ctx: Context, prec: str) -> list[str]:
+    """Gradient buffers and reduction in the precision the plan's memory and time assumed. Under --bf16 Megatron-LM
+    keeps fp32 gradient buffers and reduces in fp32 unless told otherwise (arguments.py: 2 bytes more per parameter
+    and twice the data-parallel traffic); the plans assume bf16 gradients, as NVIDIA's tuned recipes set them
+    (Megatron-Bridge perf_recipes: ddp.grad_reduce_in_fp32 = False). A plan from `--fp32-grads` keeps the default."""
+    if prec not in ("bf16", "fp8", "fp4") or str(ctx.summary.get("gradient_bytes", 2)).strip() in ("4", "4.0"):
+        return []
+    if ctx.vendor == "nvidia":
+        return ["--grad-reduce-in-bf16"]  # Megatron-LM core_v0.12.0 and later
+    ctx.warn("the plan assumes bf16 gradient buffers; this vendor's Megatron fork may not take --grad-reduce-in-bf16 "
+             "(NVIDIA Megatron-LM core_v0.12.0+), so the file keeps Megatron's fp32 buffers: 2 bytes more per "
+             "parameter than the plan's memory and twice its data-parallel traffic; add the flag if your image has it")
+    return []
 
 
 def megatron_model_args(ctx: Context) -> list[str] | None:

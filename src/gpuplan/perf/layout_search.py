@@ -11,7 +11,8 @@ Rules (each failure is counted under its own reason):
 - tp·pp·cp divides the GPU count (dp is the quotient); EP divides the experts and dp·cp, or, with the
   experts folded whole over the TP ranks (etp 1, Megatron's MoE parallel folding), tp·dp·cp;
 - a user-given global batch must divide by dp·micro-batch; a default batch is rounded up to
-  the nearest multiple instead (what practitioners do);
+  the nearest multiple instead (what practitioners do); with interleaved chunks (vp > 1) the micro-batches
+  per step must be a multiple of pp (Megatron runs them in groups of pp), and a default batch rounds to that;
 - CP splits the sequence into chunks of at least 4096 tokens (2 per rank for load balance);
 - memory per GPU fits the GPU.
 
@@ -35,7 +36,7 @@ from gpuplan.perf.training_time import gpu_features, step_time_s
 from gpuplan.perf.workload import TrainingWorkload
 
 REASONS = ("tp_exceeds_node", "heads_not_divisible_by_tp", "more_stages_than_layers", "batch_not_divisible",
-           "experts_not_divisible", "memory")
+           "experts_not_divisible", "interleave_microbatches", "memory")
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 # Sweeps over many (GPU type, count) pairs drop micro-batches 2 and 8: in this time model a
@@ -193,8 +194,8 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     B = wl.batch
     if wl.batch_fixed:
         batch = np.full(n.shape, B, dtype=np.int64)
-    else:
-        unit = d * b
+    else:  # interleaving needs whole rounds of pp micro-batches: a default batch rounds to them too
+        unit = d * b * np.where(v > 1, p, 1)
         batch = -(-B // unit) * unit
     reason = np.full(n.shape, -1, dtype=np.int64)
 
@@ -210,6 +211,8 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
         mark(b > np.maximum(B // np.maximum(d, 1), 1) * 2, 3)  # micro-batch far above the per-replica batch
     if shape.is_moe:
         mark((t * d * c) % (et * e) != 0, 4)
+    # Megatron's interleaved schedule runs the micro-batches in groups of pp: their count must be a multiple of it.
+    mark((v > 1) & ((batch // np.maximum(d * b, 1)) % p != 0), 5)
     return {"count_idx": ci, "n": n, "tp": t, "pp": p, "dp": d, "cp": c, "ep": e, "micro_batch": b,
             "recompute": r, "zero": z, "vp": v, "etp": et, "reason": reason, "batch": batch}
 

@@ -22,6 +22,7 @@ class Layout(BaseModel):
     dp: int = 1
     ep: int = 1
     etp: int | None = None  # routed experts' tensor parallelism when it is not tp: 1 = folded whole over the TP ranks
+    vp: int = 1  # interleaved pipeline chunks per stage (Megatron's virtual stages); 1 = plain 1F1B
     micro_batch: int | None = None
     recompute: str | None = None
     zero: int | None = None

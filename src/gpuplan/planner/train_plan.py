@@ -756,7 +756,7 @@ def _to_plan(rank: int, r: dict[str, Any], total_cost: float, rank_cost: float, 
         nodes=r["nodes"], gpus=r["gpus"], precision=r["res"].precision,
         layout=Layout(tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], dp=lay["dp"], ep=lay["ep"],
                       etp=lay["etp"] if lay.get("etp", lay["tp"]) < lay["tp"] else None,
-                      micro_batch=lay["micro_batch"], recompute=recompute, zero=lay["zero"]),
+                      vp=lay.get("vp", 1), micro_batch=lay["micro_batch"], recompute=recompute, zero=lay["zero"]),
         wall_hours=r["wall_h"], wall_p90_hours=max(b["wall_p90_hours"], r["wall_h"]),
         wall_p10_hours=min(b["wall_p10_hours"], r["wall_h"]),
         gpu_hours=r["billed_h"] * r["nodes"] * o.gpus_per_node,
@@ -797,7 +797,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
         "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
         "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
         **({"sample_len": workload.sample_len} if workload.sample_len else {}),
-        "framework": workload.framework,
+        "framework": workload.framework, "gradient_bytes": 4 if workload.fp32_grads else 2,
         "global_batch": batch, "global_batch_tokens": batch * workload.seq_len,
         "global_batch_basis": "given (rounded to the layout)" if req.global_batch else
         ("by model size, as published recipes (4M tokens at 8B, 16M at 405B); rounded to the layout"

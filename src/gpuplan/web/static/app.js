@@ -180,6 +180,7 @@
     const parts = [];
     for (const k of ["tp", "pp", "cp", "ep", "dp"]) {
       if (l[k] && (l[k] > 1 || k === "dp")) parts.push(`${k.toUpperCase()}${l[k]}`);
+      if (k === "pp" && isNum(l.vp) && l.vp > 1) parts.push(`VP${l.vp}`);
       if (k === "ep" && isNum(l.etp) && l.tp > 1 && l.etp < l.tp) parts.push(`ETP${l.etp}`);
     }
     if (isNum(l.zero) && l.zero > 0) parts.push(`ZeRO-${l.zero}`);
