@@ -770,7 +770,9 @@ def test_a_planned_interleaved_pipeline_is_launched_interleaved(cli):
     lay = plan.layout
     assert f"PP{lay.pp} VP{lay.vp}" in layout_text(lay)
     assert train_env(make_context(plan, result.summary, ExportOptions()))["VP_SIZE"] == str(lay.vp)
-    run = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]["run"]
+    text = build_export(plan, "skypilot", summary=result.summary).text
+    run = docs(text)[0]["run"]
     assert f"--num-layers-per-virtual-pipeline-stage {80 // lay.pp // lay.vp} " in run
+    assert "(RoPE base, QK-norm) stay Megatron's defaults: add your model's with --arg" in text
     batch = int(run.split("--global-batch-size ")[1].split()[0])
     assert (batch // (lay.dp * lay.micro_batch)) % lay.pp == 0

@@ -883,7 +883,9 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         etp = f", etp={p.layout.etp}" if p.layout.experts_folded else ""
         notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}{etp}): "
                      f"Megatron-LM {'(AMD ROCm fork in the image)' if amd else mcfg['ref']} pretrain_gpt.py with the "
-                     "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule")
+                     "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule; the model "
+                     "flags give the shape the plan was timed on, other architecture settings (RoPE base, QK-norm) "
+                     "stay Megatron's defaults: add your model's with --arg")
         if amd and zero_stage(ctx) >= 2:
             ctx.warn("Megatron-FSDP (ZeRO-2/3) flags are from NVIDIA Megatron-LM core_v0.15.0; check that the "
                      "ROCm fork in rocm/megatron-lm accepts --use-megatron-fsdp, or launch with --script")
