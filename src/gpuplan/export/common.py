@@ -647,9 +647,9 @@ def _pipeline_split_args(ctx: Context) -> list[str]:
         first = (n - full * (p - 2)) // 2
         return ["--decoder-first-pipeline-num-layers", str(first),
                 "--decoder-last-pipeline-num-layers", str(n - full * (p - 2) - first)]
-    ctx.warn(f"{n} layers do not split into {p} stages x {v} interleaved chunks evenly, and this vendor's Megatron fork "
-             f"may not take --pipeline-model-parallel-layout: the file runs without interleaving (a larger pipeline "
-             f"bubble than the plan timed); add the layout flag if your image has it")
+    ctx.warn(f"{n} layers do not split into {p} stages x {v} interleaved chunks evenly, and this vendor's Megatron "
+             f"fork may not take --pipeline-model-parallel-layout: the file runs without interleaving (a larger "
+             f"pipeline bubble than the plan timed); add the layout flag if your image has it")
     return []
 
 

@@ -194,7 +194,7 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     B = wl.batch
     if wl.batch_fixed:
         batch = np.full(n.shape, B, dtype=np.int64)
-    else:  # interleaving needs whole rounds of pp micro-batches: a default batch rounds to them too
+    else:  # interleaving needs whole groups of pp micro-batches: a default batch rounds to them too
         unit = d * b * np.where(v > 1, p, 1)
         batch = -(-B // unit) * unit
     reason = np.full(n.shape, -1, dtype=np.int64)

@@ -503,8 +503,9 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         notes.append(f"does not fit: the leanest layout needs {total_mem / 1e9:.1f} GB per GPU, "
                      f"{shortfall:.1f} GB more than the {g.memory_gb:g} GiB ({g.memory_bytes / 1e9:.1f} GB) of a {g.id}")
     if not workload.batch_fixed and batch != workload.batch:
-        notes.append(f"global batch rounded from {workload.batch} to {batch} sequences to divide dp x micro-batch"
-                     + (" x pp (interleaved stages run micro-batches in groups of pp)" if int(lay["vp"][i]) > 1 else ""))
+        groups = " x pp (interleaved stages run micro-batches in groups of pp)" if int(lay["vp"][i]) > 1 else ""
+        notes.append(f"global batch rounded from {workload.batch} to {batch} sequences to divide dp x "
+                     f"micro-batch{groups}")
     if int(lay["etp"][i]) < int(lay["tp"][i]):
         notes.append(f"experts folded over the TP ranks (ETP1, Megatron's --expert-tensor-parallel-size 1): each expert "
                      f"whole on one of the EP{int(lay['ep'][i])} ranks, drawn from TP x CP x DP")
