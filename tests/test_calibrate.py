@@ -331,6 +331,13 @@ BAD_FILES = [
     ("ragged", [GOOD + ",extra,more"], None, "fields, the header has"),
     ("impossible etp", None, "kind,model,gpu,n_gpus,tp,pp,etp,micro_batch,global_batch,seq_len,step_time_s\n"
                              "train,qwen3-30b-a3b,H100-SXM,8,2,1,4,1,64,4096,2.0\n", "etp 4: the experts' tensor"),
+    ("batch not divisible", None, "kind,model,gpu,n_gpus,tp,pp,micro_batch,global_batch,seq_len,step_time_s\n"
+                                  "train,llama-3.1-70b,H100-SXM,64,8,4,1,3,8192,3.0\n",
+     "global_batch 3 is not a multiple of dp x micro_batch = 2"),
+    ("interleaving a partial group", None,
+     "kind,model,gpu,n_gpus,tp,pp,vp,micro_batch,global_batch,seq_len,step_time_s\n"
+     "train,llama-3.1-70b,H100-SXM,64,8,4,5,1,6,8192,3.0\n",
+     "vp 5 needs pp > 1 and micro-batches per step (3) in whole groups of pp (4)"),
 ]
 
 

@@ -540,7 +540,12 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     if dp is not None and dp != n // (tp * pp * cp):
         raise _RowError(f"{where}: dp {dp} != n_gpus / (tp x pp x cp) = {n // (tp * pp * cp)}")
     dp = n // (tp * pp * cp)
+    if gb % (dp * mb):
+        raise _RowError(f"{where}: global_batch {gb} is not a multiple of dp x micro_batch = {dp * mb}")
     vp = _opt_int(row, "vp", where)
+    if vp is not None and vp > 1 and (pp == 1 or (gb // (dp * mb)) % pp):
+        raise _RowError(f"{where}: vp {vp} needs pp > 1 and micro-batches per step ({gb // (dp * mb)}) in whole "
+                        f"groups of pp ({pp}), as Megatron's interleaved schedule runs them")
     etp = _opt_int(row, "etp", where)
     if etp is not None and etp not in (1, tp):
         raise _RowError(f"{where}: etp {etp}: the experts' tensor parallel size is 1 (folded) or tp ({tp})")
