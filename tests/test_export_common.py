@@ -776,3 +776,23 @@ def test_a_planned_interleaved_pipeline_is_launched_interleaved(cli):
     assert "(RoPE base, QK-norm) stay Megatron's defaults: add your model's with --arg" in text
     batch = int(run.split("--global-batch-size ")[1].split()[0])
     assert (batch // (lay.dp * lay.micro_batch)) % lay.pp == 0
+
+
+def test_a_fine_tuning_plan_is_not_launched_as_megatron_pretraining(cli):
+    """pretrain_gpt.py trains every weight from random initialisation: a LoRA / QLoRA or full fine-tuning plan with
+    model parallelism needs the user's fine-tuning entry point, and says so; with --script it launches that."""
+    result = planned(cli, "train", "--model", "llama-3.1-70b", "--method", "qlora", "--tokens", "1e8",
+                     "--providers", "aws")
+    assert result.summary["kind"] == "finetune"
+    plan = next((p for p in result.plans if p.layout.tp * p.layout.pp > 1), None)
+    assert plan is not None, [p.layout for p in result.plans]
+    with pytest.raises(UsageError, match="fine-tunes llama-3.1-70b .qlora. with model parallelism.*pass --script"):
+        build_export(plan, "skypilot", summary=result.summary)
+    run = docs(build_export(plan, "skypilot", summary=result.summary,
+                            options=ExportOptions(script="finetune.py")).text)[0]["run"]
+    assert "finetune.py" in run and "pretrain_gpt.py" not in run
+    full = dict(result.summary, kind="finetune", method="full")  # full fine-tuning over a data set's epochs
+    with pytest.raises(UsageError, match=r"fine-tunes llama-3.1-70b \(full\)"):
+        build_export(plan, "skypilot", summary=full)
+    pre = dict(result.summary, kind="pretrain", method="full")
+    assert "pretrain_gpt.py" in docs(build_export(plan, "skypilot", summary=pre).text)[0]["run"]

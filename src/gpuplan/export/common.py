@@ -512,6 +512,13 @@ def model_parallel(ctx: Context) -> bool:
     return max(lay.tp, lay.pp, lay.cp, lay.ep) > 1
 
 
+def fine_tuning(ctx: Context) -> bool:
+    """Whether the plan fine-tunes a published model (LoRA / QLoRA, or full fine-tuning over a data set's epochs) rather
+    than pre-training; plan files from before the summary said so count LoRA and QLoRA."""
+    s = ctx.summary
+    return str(s.get("kind") or "").lower() == "finetune" or str(s.get("method") or "").lower() in ("lora", "qlora")
+
+
 def zero_stage(ctx: Context) -> int:
     z = ctx.plan.layout.zero
     return int(z) if z is not None else 0
@@ -850,6 +857,12 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         if ctx.summary.get("framework") == "pytorch":
             raise UsageError("the plan was timed for a PyTorch-native stack (--framework pytorch) and the template "
                              "launches Megatron-LM: pass --script (your torchtitan / FSDP2 entry point) to launch it")
+        if fine_tuning(ctx):
+            raise UsageError(f"the plan fine-tunes {ctx.summary.get('model') or 'the model'} "
+                             f"({ctx.summary.get('method') or 'full'}) with model parallelism, and the template "
+                             "launches Megatron-LM's pretrain_gpt.py, which trains every weight from random "
+                             "initialisation: pass --script (your fine-tuning entry point, e.g. a NeMo / Megatron-Bridge "
+                             "LoRA or SFT recipe, which takes the layout flags) to launch it")
         mcfg = data_map("training")["megatron"]
         arch = megatron_model_args(ctx)
         if arch is None:

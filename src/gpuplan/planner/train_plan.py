@@ -795,7 +795,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
     batch = workload.batch
     return {
         "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
-        "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
+        "kind": workload.kind, "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
         **({"sample_len": workload.sample_len} if workload.sample_len else {}),
         "framework": workload.framework, "gradient_bytes": 4 if workload.fp32_grads else 2,
         "global_batch": batch, "global_batch_tokens": batch * workload.seq_len,
