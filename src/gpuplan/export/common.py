@@ -861,8 +861,8 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
             raise UsageError(f"the plan fine-tunes {ctx.summary.get('model') or 'the model'} "
                              f"({ctx.summary.get('method') or 'full'}) with model parallelism, and the template "
                              "launches Megatron-LM's pretrain_gpt.py, which trains every weight from random "
-                             "initialisation: pass --script (your fine-tuning entry point, e.g. a NeMo / Megatron-Bridge "
-                             "LoRA or SFT recipe, which takes the layout flags) to launch it")
+                             "initialisation: pass --script (your fine-tuning entry point, e.g. a NeMo / "
+                             "Megatron-Bridge LoRA or SFT recipe, which takes the layout flags) to launch it")
         mcfg = data_map("training")["megatron"]
         arch = megatron_model_args(ctx)
         if arch is None:
