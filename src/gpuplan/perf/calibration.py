@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gpuplan.errors import GpuplanError, UsageError
-from gpuplan.perf.workload import FRAMEWORKS
+from gpuplan.perf.workload import FRAMEWORKS, MOE_DISPATCHERS
 
 FORMAT = "gpuplan-calibration/1"
 ENV_DIR = "GPUPLAN_CONFIG_DIR"
@@ -567,7 +567,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
         raise _RowError(f"{where}: framework {framework!r}: use {' or '.join(FRAMEWORKS)}")
     fused, overlap = _yes_no(row, "fused_moe", where), _yes_no(row, "ep_overlap", where)
     dispatcher = (_cell(row, "moe_dispatcher") or "flex").lower()
-    if dispatcher not in ("alltoall", "flex"):
+    if dispatcher not in MOE_DISPATCHERS:
         raise _RowError(f"{where}: moe_dispatcher {dispatcher!r}: use alltoall or flex (DeepEP / HybridEP)")
     sample = _pos(row, "sample_len", where, integer=True, upper=seq) if _cell(row, "sample_len") else None
     step = _pos(row, "step_time_s", where, default=0.0, upper=1e7) if _cell(row, "step_time_s") else None

@@ -548,7 +548,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         "global_batch": batch,
         "global_batch_tokens": batch * workload.seq_len,
         "optimizer": workload.optimizer,
-        "gradient_bytes": 4 if workload.fp32_grads else 2,
+        "gradient_bytes": workload.gradient_bytes,
         "flash_attention": workload.flash_attention,
         "sequence_parallel": workload.sequence_parallel,
         "framework": workload.framework,
@@ -676,7 +676,7 @@ def estimate_memory(model, workload: TrainingWorkload, gpu=None, n_gpus: int = 1
         gpu_memory_gb=g.memory_gb if g else None, fits=(total <= g.memory_bytes) if g else None,
         memory_shortfall_gb=shortfall,
         assumptions={"precision": workload.precision, "optimizer": workload.optimizer,
-                     "gradient_bytes": 4 if workload.fp32_grads else 2, "seq_len": workload.seq_len,
+                     "gradient_bytes": workload.gradient_bytes, "seq_len": workload.seq_len,
                      "flash_attention": workload.flash_attention, "sequence_parallel": workload.sequence_parallel,
                      "framework_overhead_gib": float(mem["overhead"]) / GIB,
                      "params": spec.total_params(), "active_params": spec.active_params()})

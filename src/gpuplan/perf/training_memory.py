@@ -71,7 +71,7 @@ def memory_breakdown_bytes(shape: ModelShape, wl: TrainingWorkload, t, p, d, c, 
     experts = shape.expert_params_total * stage_frac / (et * e)
     dp_shard = d * c
     ep_shard = np.maximum(t * dp_shard / (et * e), 1.0)  # expert-data-parallel copies of each expert shard
-    g_b = 4.0 if wl.fp32_grads else 2.0
+    g_b = float(wl.gradient_bytes)
     o_b = OPTIMIZER_BYTES[wl.optimizer]
 
     def states(emb):

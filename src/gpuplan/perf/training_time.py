@@ -406,7 +406,7 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     else:
         grad_params = shape.adapter_params(wl.lora_rank, wl.lora_targets) * (lps / L) / t + 0.0 * ne
     n_dp = d * c
-    g_b = 4.0 if wl.fp32_grads else 2.0
+    g_b = float(wl.gradient_bytes)
     n_world = t * p * d * c
     # The whole job inside one NVLink domain (a node, or an NVL72 rack of 4-GPU trays): NVLink.
     # Beyond it, NCCL runs one ring per NIC: a group's ring crosses each node (rack) boundary once, so

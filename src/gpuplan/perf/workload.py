@@ -24,6 +24,7 @@ Optimizer = Literal["adam", "adam8bit", "sgd"]
 Framework = Literal["megatron", "pytorch"]
 MoeDispatcher = Literal["alltoall", "flex"]
 FRAMEWORKS = get_args(Framework)
+MOE_DISPATCHERS = get_args(MoeDispatcher)
 
 MAX_TOKENS = 1e16  # 100x the largest public run (Llama 3.1: 15.6T); beyond is a typo, not a plan
 MAX_SEQ_LEN = 4_194_304
@@ -151,6 +152,11 @@ class TrainingWorkload(BaseModel):
             target = self.default_batch_tokens
         target = min(target, self.total_tokens)
         return max(1, int(round(target / self.seq_len)))
+
+    @property
+    def gradient_bytes(self) -> int:
+        """Bytes per gradient element: fp32 accumulation buffers (`fp32_grads`, Megatron's --bf16 default) or bf16."""
+        return 4 if self.fp32_grads else 2
 
     @property
     def batch_fixed(self) -> bool:

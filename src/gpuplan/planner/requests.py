@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from gpuplan.display import fmt_duration
 from gpuplan.errors import UsageError
-from gpuplan.perf.workload import Framework
+from gpuplan.perf.workload import Framework, MoeDispatcher
 from gpuplan.units import SECONDS_PER_MONTH, parse_quantity
 
 MAX_GPUS_LIMIT = 131_072
@@ -329,7 +329,7 @@ class TrainEstimateRequest(ModelChoice):
     recompute_layers: int | None = Field(default=None, description="with recompute full: layers recomputed per stage")
     framework: FrameworkField = Field(default="megatron", description=FRAMEWORK_HELP)
     fused_moe: bool = Field(default=False, description=FUSED_MOE_HELP)
-    moe_dispatcher: Annotated[Literal["alltoall", "flex"], BeforeValidator(_lower)] | None = Field(
+    moe_dispatcher: Annotated[MoeDispatcher, BeforeValidator(_lower)] | None = Field(
         default=None, description=MOE_DISPATCHER_HELP)
     ep_overlap: bool = Field(default=False, description=EP_OVERLAP_HELP)
 

@@ -797,7 +797,7 @@ def _summary(req, model, workload, rows, keep, regime, max_wall_h: float, target
         "model": model.name, "params": model.total_params(), "active_params": model.active_params(),
         "kind": workload.kind, "method": req.method, "tokens": workload.total_tokens, "seq_len": workload.seq_len,
         **({"sample_len": workload.sample_len} if workload.sample_len else {}),
-        "framework": workload.framework, "gradient_bytes": 4 if workload.fp32_grads else 2,
+        "framework": workload.framework, "gradient_bytes": workload.gradient_bytes,
         "global_batch": batch, "global_batch_tokens": batch * workload.seq_len,
         "global_batch_basis": "given (rounded to the layout)" if req.global_batch else
         ("by model size, as published recipes (4M tokens at 8B, 16M at 405B); rounded to the layout"
