@@ -796,3 +796,22 @@ def test_a_fine_tuning_plan_is_not_launched_as_megatron_pretraining(cli):
         build_export(plan, "skypilot", summary=full)
     pre = dict(result.summary, kind="pretrain", method="full")
     assert "pretrain_gpt.py" in docs(build_export(plan, "skypilot", summary=pre).text)[0]["run"]
+
+
+def test_pure_data_parallel_pretraining_runs_the_stack_it_was_timed_on(cli):
+    """The main job's #1 (Llama 3.1 8B, DP32 ZeRO-1) is timed on Megatron's stack: its file launches Megatron-LM with
+    the distributed optimizer, not a user's Accelerate loop; plans timed for a PyTorch-native stack, fine-tunes and
+    plan files that do not say their kind keep the accelerate launch."""
+    result = planned(cli, "train", "--model", "llama-3.1-8b", "--tokens", "1e12", "--providers", "nebius")
+    plan = next(p for p in result.plans if max(p.layout.tp, p.layout.pp, p.layout.cp, p.layout.ep) == 1)
+    assert result.summary["kind"] == "pretrain" and result.summary["framework"] == "megatron"
+    run = docs(build_export(plan, "skypilot", summary=result.summary).text)[0]["run"]
+    assert "pretrain_gpt.py" in run and "accelerate launch" not in run
+    flags = ("--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 "
+             f"--micro-batch-size {plan.layout.micro_batch} ")
+    assert flags in run and "--use-distributed-optimizer" in run
+    for summary in (dict(result.summary, framework="pytorch"), dict(result.summary, kind="finetune"),
+                    {k: v for k, v in result.summary.items() if k != "kind"}):
+        assert "accelerate launch" in docs(build_export(plan, "skypilot", summary=summary).text)[0]["run"]
+    scripted = build_export(plan, "skypilot", summary=result.summary, options=ExportOptions(script="my_train.py"))
+    assert "accelerate launch" in docs(scripted.text)[0]["run"] and "my_train.py" in scripted.text

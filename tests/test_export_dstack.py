@@ -103,9 +103,7 @@ def test_multi_node_fast_fabric_task_and_fleet_parse_in_dstack(cli, provider, fa
     conf = configs.parse_run_configuration(yaml.safe_load(ex.text))
     assert conf.type == "task" and conf.nodes == plan.nodes
     assert conf.env[env.split("=")[0]] == env.split("=")[1] and conf.env["NCCL_DEBUG"] == "INFO"
-    lay = plan.layout
-    model_parallel = lay.tp > 1 or lay.pp > 1 or lay.cp > 1 or lay.ep > 1
-    assert ("pretrain_gpt.py" if model_parallel else "accelerate launch") in conf.commands[-1]
+    assert "pretrain_gpt.py" in conf.commands[-1]  # pre-training timed on Megatron's stack, whatever the layout
     _check_cluster_fleet(configs, ex, plan, conf)
 
 

@@ -13,8 +13,9 @@ OutOpt = Annotated[str, typer.Option("--out", "-o", help="File to write (atomica
 NameOpt = Annotated[Optional[str], typer.Option("--name", help="Job/service name (default: <model>-<workload>).")]
 ImageOpt = Annotated[Optional[str], typer.Option("--image", help="Container image (default: one per GPU vendor and engine).")]
 ScriptOpt = Annotated[Optional[str], typer.Option(
-    "--script", help="Your training script (default: Megatron-LM's pretrain_gpt.py for tp/pp>1, else train.py under "
-                     "`accelerate launch` with the plan's ZeRO sharding).")]
+    "--script", help="Your training script (default: Megatron-LM's pretrain_gpt.py for model parallelism and for "
+                     "pre-training timed on Megatron's stack, else train.py under `accelerate launch` with the plan's "
+                     "ZeRO sharding).")]
 ArgOpt = Annotated[Optional[list[str]], typer.Option("--arg", help="Extra argument for the script (repeatable).")]
 ModelIdOpt = Annotated[Optional[str], typer.Option("--model-id", help="Hugging Face repo to serve (default: the preset's).")]
 RestartsOpt = Annotated[int, typer.Option("--max-restarts", help="Restarts on errors before giving up.")]

@@ -512,6 +512,15 @@ def model_parallel(ctx: Context) -> bool:
     return max(lay.tp, lay.pp, lay.cp, lay.ep) > 1
 
 
+def megatron_pretraining(ctx: Context) -> bool:
+    """Pre-training timed on Megatron's stack (the default framework) of a model whose shape the template knows: the
+    Megatron-LM template runs it as timed even without model parallelism (distributed optimizer = ZeRO-1). Plan files
+    that do not say `kind` keep the accelerate launch they had."""
+    s = ctx.summary
+    return (str(s.get("kind") or "").lower() == "pretrain" and str(s.get("framework") or "megatron") == "megatron"
+            and ctx.vendor in ("nvidia", "amd") and model_spec(ctx) is not None)
+
+
 def fine_tuning(ctx: Context) -> bool:
     """Whether the plan fine-tunes a published model (LoRA / QLoRA, or full fine-tuning over a data set's epochs) rather
     than pre-training; plan files from before the summary said so count LoRA and QLoRA."""
@@ -834,8 +843,9 @@ def train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: st
 
 def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: str = str(MASTER_PORT),
                   nnodes: str | None = None, nproc: str | None = None) -> TrainLaunch:
-    """The launcher the plan's layout needs: Megatron-LM for model parallelism, accelerate (FSDP/DeepSpeed
-    at the ZeRO stage) for pure data parallelism; the user's --script is kept and started the same way."""
+    """The launcher the plan's layout needs: Megatron-LM for model parallelism and for pre-training timed on Megatron's
+    stack (the default framework), accelerate (FSDP/DeepSpeed at the ZeRO stage) for other pure data parallelism;
+    the user's --script is kept and started the same way."""
     p = ctx.plan
     nnodes = nnodes or str(p.nodes)
     nproc = nproc or str(ctx.gpus_per_node)
@@ -847,7 +857,8 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
     if ctx.vendor == "intel":
         ctx.warn("Intel Gaudi: the launch lines are PyTorch/CUDA-style; on Gaudi use optimum-habana "
                  "(gaudi_spawn.py) or Intel's Megatron-DeepSpeed fork with the same layout")
-    if model_parallel(ctx):
+    mp = model_parallel(ctx)
+    if mp or (script is None and megatron_pretraining(ctx)):
         fsdp = zero_stage(ctx) >= 2
         if not fsdp:
             env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # TP/SP communication overlap
@@ -894,8 +905,11 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         env["DATA_PATH"] = ""
         env["MEGATRON_DIR"] = mdir
         etp = f", etp={p.layout.etp}" if p.layout.experts_folded else ""
-        notes.append(f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}{etp}): "
-                     f"Megatron-LM {'(AMD ROCm fork in the image)' if amd else mcfg['ref']} pretrain_gpt.py with the "
+        what = (f"model parallel (tp={p.layout.tp}, pp={p.layout.pp}, cp={p.layout.cp}, ep={p.layout.ep}{etp})" if mp
+                else f"pure data parallel (dp={p.layout.dp}, ZeRO-{zero_stage(ctx)}) pre-training, timed on Megatron's "
+                     "stack")
+        release = "(AMD ROCm fork in the image)" if amd else mcfg["ref"]
+        notes.append(f"{what}: Megatron-LM {release} pretrain_gpt.py with the "
                      "plan's layout; set DATA_PATH before launching, LR/MIN_LR to change the schedule; the model "
                      "flags give the shape the plan was timed on, other architecture settings (RoPE base, QK-norm) "
                      "stay Megatron's defaults: add your model's with --arg")

@@ -115,7 +115,8 @@ class ExportBody(BaseModel):
     name: Annotated[str, StringConstraints(max_length=64)] | None = None
     image: Annotated[str, StringConstraints(max_length=300)] | None = None
     script: Annotated[str, StringConstraints(min_length=1, max_length=300)] | None = Field(
-        default=None, description="your training script; default: Megatron-LM for tp/pp>1, else an accelerate launch")
+        default=None, description="your training script; default: Megatron-LM for model parallelism and Megatron-timed "
+                                 "pre-training, else an accelerate launch")
     script_args: Annotated[list[Annotated[str, StringConstraints(max_length=300)]], Field(max_length=32)] = Field(
         default_factory=list)
     model_id: Annotated[str, StringConstraints(max_length=200)] | None = None
