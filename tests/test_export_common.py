@@ -815,3 +815,30 @@ def test_pure_data_parallel_pretraining_runs_the_stack_it_was_timed_on(cli):
         assert "accelerate launch" in docs(build_export(plan, "skypilot", summary=summary).text)[0]["run"]
     scripted = build_export(plan, "skypilot", summary=result.summary, options=ExportOptions(script="my_train.py"))
     assert "accelerate launch" in docs(scripted.text)[0]["run"] and "my_train.py" in scripted.text
+
+
+def test_a_plan_file_whose_vp_is_null_or_absent_exports_plain_1f1b(cli, tmp_path):
+    """A plan file written before the interleaved chunks were recorded (no vp) or by hand (vp: null) launches
+    without interleaving, the same file either way, instead of failing on the missing number."""
+    data = json.loads((PLANS / "train_lambda_h100.json").read_text())
+    texts = []
+    for value in ("absent", None, 1):
+        lay = data["plans"][0]["layout"]
+        lay.pop("vp", None)
+        if value != "absent":
+            lay["vp"] = value
+        path = tmp_path / f"plan_{value}.json"
+        path.write_text(json.dumps(data))
+        code, stdout, stderr = cli("export", "skypilot", "--from", path, "--rank", "1")
+        assert code == 0, stderr
+        texts.append(stdout)
+    assert texts[0] == texts[1] == texts[2]
+    code, _, stderr = cli("export", "skypilot", "--from", _with_vp(data, tmp_path, "two"), "--rank", "1")
+    assert code == 2 and "layout.vp" in stderr and stderr.strip().count("\n") == 0
+
+
+def _with_vp(data: dict, tmp_path: Path, value) -> Path:
+    data["plans"][0]["layout"]["vp"] = value
+    path = tmp_path / "plan_bad_vp.json"
+    path.write_text(json.dumps(data))
+    return path

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuplan.catalog.records import Offer
 
@@ -26,6 +26,12 @@ class Layout(BaseModel):
     micro_batch: int | None = None
     recompute: str | None = None
     zero: int | None = None
+
+    @field_validator("vp", mode="before")
+    @classmethod
+    def _vp_absent_is_plain(cls, v: Any) -> Any:
+        # A plan file written before vp was recorded, or by hand, may say null: no interleaving, as when it is absent.
+        return 1 if v is None else v
 
     @property
     def experts_folded(self) -> bool:
