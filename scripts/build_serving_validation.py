@@ -26,12 +26,18 @@ COLUMNS = [
     "row_id", "source_id", "source_date", "regime", "model", "model_label", "params_b", "active_params_b", "gpu",
     "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "served",
     "input_len", "output_len",
-    "concurrency", "max_num_seqs", "num_prompts", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
+    "concurrency", "max_num_seqs", "num_prompts", "fixed_lengths", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
     "measured_tpot_ms", "use", "skip_reason", "notes", "source",
 ]
 
 # Sources benchmarked with `vllm bench serve` against `vllm serve` (their TTFT includes the server's front end).
 SERVED_SOURCES = {"gpustack-gpt-oss-20b-h100", "gpustack-gpt-oss-20b-a100"}
+
+# Closed-loop benchmarks whose every prompt and output has one length, as their sources show (the printed token totals
+# divide exactly, or the command runs a random data set at range ratio 0 / sglang's 1.0 with --ignore-eos): their
+# clients arrive in groups (gpuplan.perf.inference_estimate._Replica.arrival_group). InferenceX draws lengths at range
+# ratio 0.8 (its benchmark-tmpl.yml), GPUStack's latency pages use ShareGPT: those lengths vary.
+FIXED_LENGTH_SOURCES = {"achatbot-sglang-gptoss-183", "vllm-pr48757-qwen3-32b", "vllm-recipes-pr431-mi300x"}
 
 # trtllm-bench's offline runs. Every version of NVIDIA's performance overview prepares each ISL/OSL dataset with a
 # stated request count (its "$num_requests" table, `prepare_dataset.py --num-requests`), all queued at once: a run with
@@ -423,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         # Timed through a serving front end: an SLO scenario, or a source benchmarked against its HTTP server.
         r["served"] = "yes" if r["scenario"] == "server_slo" or r["source_id"] in SERVED_SOURCES else ""
         r["num_prompts"] = bench_requests(r)
+        r["fixed_lengths"] = "yes" if r["source_id"] in FIXED_LENGTH_SOURCES else ""
         r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
                                       int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
     OUT.parent.mkdir(parents=True, exist_ok=True)

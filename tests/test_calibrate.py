@@ -463,3 +463,20 @@ def test_a_pytorch_fp8_run_is_predicted_with_its_stack(cli, tmp_path, config_dir
     path.write_text("\n".join([header, row.format("jax")]) + "\n", encoding="utf-8")
     code, out, err = cli("calibrate", path, "--name", "bad")
     assert "framework 'jax'" in _one_line_error(code, out, err) and not config_dir.exists()
+
+
+def test_a_fixed_length_benchmark_row_is_predicted_with_grouped_arrivals(cli, tmp_path, config_dir):
+    """`vllm bench serve`'s random data set at range ratio 0 keeps its clients in groups: a row that says so
+    (fixed_lengths 1) is predicted as the estimator times such a loop, slower than with one-at-a-time arrivals;
+    without its concurrency it is one line, nothing written."""
+    header = "kind,model,gpu,tp,input_len,output_len,concurrency,output_tokens_per_s,fixed_lengths"
+    row = "serve,qwen3-8b,MI300X,1,1024,1024,{},2701,{}"
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([header, row.format(32, ""), row.format(32, 1)]) + "\n", encoding="utf-8")
+    spread, grouped = cal.read_runs(path)
+    assert grouped.args["fixed_lengths"] and not spread.args["fixed_lengths"]
+    assert cal.predict(grouped) < cal.predict(spread)
+    path.write_text("\n".join([header, row.format("", 1)]) + "\n", encoding="utf-8")
+    code, out, err = cli("calibrate", path, "--name", "bad")
+    assert "fixed_lengths describes closed-loop clients" in _one_line_error(code, out, err)
+    assert not config_dir.exists()

@@ -211,6 +211,7 @@ def test_vllm_batch_defaults_follow_the_gpu_as_vllm_picks_them(models):
     (dict(precision="fp3"), "unknown precision"),
     (dict(kv_precision="fp2"), "unknown KV precision"),
     (dict(engine="ollama"), "unknown engine"),
+    (dict(fixed_lengths=True), "closed-loop clients: give concurrency"),
 ])
 def test_hostile_inputs_raise_usage_error(models, kw, match):
     args = dict(input_len=1000, output_len=100)
@@ -632,3 +633,29 @@ def test_an_offline_benchmark_runs_its_requests_in_waves(models):
     ds_run = estimate_serving(models["deepseek-v3"], "H200", requests=3000, **ds)
     assert ds_steady.max_concurrency > 3000 and ds_run.running_concurrency == 3000
     assert ds_run.output_tokens_per_s < ds_steady.output_tokens_per_s
+
+
+def test_fixed_lengths_group_a_closed_loops_arrivals(models):
+    """Closed-loop clients with one prompt and one output length stay in the groups their first wave was admitted
+    in: 8 prompts of 1,024 tokens fill vLLM's 8,192-token budget, so each group's prompts arrive and are prefilled
+    together, the last waiting for the whole group. TTFT grows, and prompt iterations no longer hide under the
+    decodes; lengths that vary keep the one-at-a-time arrivals, and a prompt as long as the budget has no group."""
+    import numpy as np
+
+    m = models["qwen3-8b"]
+    kw = dict(input_len=1024, output_len=1024, concurrency=32)
+    spread = estimate_serving(m, "MI300X", **kw)
+    grouped = estimate_serving(m, "MI300X", fixed_lengths=True, **kw)
+    assert grouped.ttft_ms > 1.3 * spread.ttft_ms
+    assert grouped.output_tokens_per_s < spread.output_tokens_per_s
+    assert "(8 at a time)" in grouped.assumptions["ttft"] and "fixed lengths" not in spread.assumptions["ttft"]
+    r = _steps(models, "qwen3-8b", "MI300X", 1, "bf16", "bf16")
+    assert r.arrival_group(np.array([32.0]), 1024) == 1.0  # not grouped unless told
+    r.grouped = True
+    assert list(r.arrival_group(np.array([4.0, 32.0]), 1024)) == [4.0, 8.0]  # never more than are running
+    ttft, _ = r.latency(np.array([32.0]), 1024, 1024)
+    group = r._wave_ttft(8, 1024, 1024, decoding=24.0) + r.frontend_s
+    assert ttft[0] > group  # plus half an iteration's wait for the one in flight
+    # A prompt that fills the budget arrives alone either way; static batches have their own waves.
+    long = dict(input_len=8192, output_len=256, concurrency=16)
+    assert estimate_serving(m, "MI300X", fixed_lengths=True, **long).ttft_ms == estimate_serving(m, "MI300X", **long).ttft_ms

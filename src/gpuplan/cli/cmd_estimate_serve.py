@@ -50,6 +50,7 @@ def serve_command(
     output_len: OutputLenOpt = "1000",
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", help="Requests in flight (default: best throughput).")] = None,
     requests: Annotated[Optional[int], typer.Option("--requests", help="A benchmark's request count. With --concurrency (vllm bench serve --num-prompts): TTFT is the mean over them, the first wave arriving together. Without (trtllm-bench throughput): all queued at once, run in waves of as many as fit.")] = None,
+    fixed_lengths: Annotated[bool, typer.Option("--fixed-lengths", help="With --concurrency: every prompt and output has one length (vllm bench serve's random data set at --random-range-ratio 0 with --ignore-eos); the clients then arrive in the groups their first wave was admitted in, each group prefilled together.")] = False,
     max_ttft_ms: TtftOpt = None,
     max_tpot_ms: TpotOpt = None,
     engine: EngineOpt = "vllm",
@@ -71,7 +72,8 @@ def serve_command(
     req = build_request(ServeEstimateRequest,
         model=model, params=params, active_params=active_params, gpu=gpu, gpus=gpus, tp=tp, ep=ep,
         attention_dp=attention_dp, precision=precision, kv_precision=kv_precision, input_len=input_len,
-        output_len=output_len, concurrency=concurrency, requests=requests, max_ttft_ms=max_ttft_ms,
+        output_len=output_len, concurrency=concurrency, requests=requests, fixed_lengths=fixed_lengths,
+        max_ttft_ms=max_ttft_ms,
         max_tpot_ms=max_tpot_ms, engine=engine, memory_fraction=memory_fraction, max_num_seqs=max_num_seqs,
         eta_bw=eta_bw, eta_c=eta_c)
     est = estimate_serve(req)  # the request the API takes too (gpuplan.planner.requests)

@@ -24,7 +24,9 @@ The input CSV (`gpuplan calibrate runs.csv`; both kinds may share one file, extr
                  all-to-all overlapped in Megatron's combined 1F1B schedule; 0)
     kind=serve   model, gpu, tp, input_len, output_len, output_tokens_per_s (all replicas);
                  optional: precision (bf16), kv_precision, engine (vllm | sglang | trtllm; vllm),
-                 concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp)
+                 concurrency (requests in flight; empty = the max-throughput point), n_gpus (= tp),
+                 fixed_lengths (1: closed-loop clients with one prompt and one output length, as `vllm bench
+                 serve`'s random data set at range ratio 0 with --ignore-eos; needs concurrency; 0)
 
 `model` is a preset id or a config.json path (relative to the CSV's folder or the working one).
 Each row is predicted by the real estimators with its layout pinned and the profile OFF, then
@@ -607,8 +609,11 @@ def _serve_run(row: dict, where: str, line: int, folder: Path) -> Run:
         raise _RowError(f"{where}: {e}") from None
     precision = (_cell(row, "precision") or "bf16").lower()
     kv = _cell(row, "kv_precision").lower() or None
+    fixed = _yes_no(row, "fixed_lengths", where)
+    if fixed and not conc:
+        raise _RowError(f"{where}: fixed_lengths describes closed-loop clients: give their concurrency")
     args = dict(n_gpus=n, tp=tp, input_len=isl, output_len=osl, concurrency=conc, engine=eng, precision=precision,
-                kv_precision=kv)
+                kv_precision=kv, fixed_lengths=fixed)
     label = (f"{spec.name} {precision} {eng} on {n} x {gpu.id} (TP{tp}), {isl}/{osl} tokens, "
              + (f"concurrency {conc}" if conc else "max throughput"))
     return Run(line, "serve", spec, gpu, arch_of(gpu.id, gpu.vendor), speed, args, label)
@@ -727,7 +732,8 @@ def _predict(run: Run, where: str = "") -> tuple[float, float | None]:
 
         est = estimate_serving(run.model, run.gpu, a["n_gpus"], precision=a["precision"],
                                kv_precision=a["kv_precision"], input_len=a["input_len"], output_len=a["output_len"],
-                               concurrency=a["concurrency"], engine=a["engine"], tp=a["tp"])
+                               concurrency=a["concurrency"], engine=a["engine"], tp=a["tp"],
+                               fixed_lengths=a.get("fixed_lengths", False))
         if not est.fits:
             raise _RowError(f"{where}: does not fit: {est.message}")
         return float(est.output_tokens_per_s), None

@@ -186,12 +186,15 @@ class _Replica:
     """Memory and timing of one replica (tp GPUs) for a fixed model/GPU/precision/engine."""
 
     def __init__(self, shape: mem.ModelShape, gpu, tp: int, wf: WeightFormat, kv: str, engine: Engine,
-                 eff: Efficiency, memory_fraction: float, max_num_seqs: int, dp_attention: bool, ep: int = 1):
+                 eff: Efficiency, memory_fraction: float, max_num_seqs: int, dp_attention: bool, ep: int = 1,
+                 grouped: bool = False):
         self.shape, self.gpu, self.tp, self.wf, self.kv, self.engine = shape, gpu, tp, wf, kv, engine
         dp_attention = dp_attention and bool(shape.n_experts)
         ep = ep if shape.n_experts else 1
         self.ep = ep
         self.static = engine.batching == "static"
+        # Closed-loop clients with one prompt and one output length: prompts arrive in groups (arrival_group).
+        self.grouped = grouped and not self.static
         # With attention data parallel every GPU runs its own scheduler (vLLM DP engines, TRT-LLM ADP ranks):
         # the sequence cap and the token budget are per GPU.
         self.max_num_seqs = max_num_seqs * (tp if dp_attention else 1)
@@ -292,6 +295,13 @@ class _Replica:
         chunk = self._chunk_tokens(others)
         n_chunks = np.ceil(isl / chunk)
         ttft = n_chunks * self.steps.step_time_s(others, isl / n_chunks, ctx, isl / 2.0)
+        if self.grouped:
+            # Each group's prompts are prefilled together beside the others' decodes, the last one's first token
+            # waiting for the whole group's.
+            group = np.broadcast_to(self.arrival_group(b, isl), np.shape(ttft))
+            running = np.broadcast_to(np.asarray(b, dtype=float), np.shape(ttft))
+            ttft = np.array([self._wave_ttft(int(k), isl, osl, decoding=float(n - k)) if k > 1 else t
+                             for k, n, t in zip(group.ravel(), running.ravel(), np.ravel(ttft))]).reshape(np.shape(ttft))
         # Between its first and last token a request shares the engine with the others' prompts: their
         # prefill chunks stall its decode steps.
         tpot = self._mean_step_s(b, others * isl, isl, osl)
@@ -331,10 +341,22 @@ class _Replica:
         with_prompt, decode_only = both[:b.size].reshape(b.shape), both[b.size:].reshape(b.shape)
         return (n * with_prompt + (osl - n) * decode_only) / osl
 
+    def arrival_group(self, b, isl: int):
+        """Prompts that arrive together in steady state. Closed-loop clients whose prompts and outputs all have one
+        length (a benchmark's fixed-length random data set with --ignore-eos) stay in the groups their first wave was
+        admitted in: the prompts one iteration's token budget prefills reach their last token in one iteration too,
+        and their clients' next prompts arrive together. Otherwise completions spread out and prompts arrive one at a
+        time."""
+        if not self.grouped:
+            return 1.0
+        return np.clip(np.floor(self.token_budget / isl), 1.0, np.maximum(np.asarray(b, dtype=float), 1.0))
+
     def _prompt_iterations(self, b, prompt_tokens, isl: int, osl: int):
-        """(iterations out of osl that carry prompt tokens, prompt tokens each carries): whole prompts, several to
-        an iteration only when more arrive than there are iterations, never beyond what the token budget leaves."""
-        per_step = np.minimum(self._chunk_tokens(b), np.maximum(float(isl), prompt_tokens / osl))
+        """(iterations out of osl that carry prompt tokens, prompt tokens each carries): whole prompts (a group of
+        them where they arrive together), several to an iteration only when more arrive than there are iterations,
+        never beyond what the token budget leaves."""
+        arriving = self.arrival_group(b, isl) * float(isl)
+        per_step = np.minimum(self._chunk_tokens(b), np.maximum(arriving, prompt_tokens / osl))
         n = np.clip(prompt_tokens / per_step, 1e-9, osl)
         return n, prompt_tokens / n
 
@@ -342,11 +364,16 @@ class _Replica:
         """Mean TTFT (s) of b requests whose prompts all arrive at once, as a benchmark client's first wave
         does: each iteration runs the decodes of the prompts already done, then fills what is left of the token
         budget with the waiting prompts in arrival order (chunked), so the last of them waits for all the others."""
+        return self._wave_ttft(b, isl, osl) + self.frontend_s
+
+    def _wave_ttft(self, b: int, isl: int, osl: int, decoding: float = 0.0) -> float:
+        """Mean engine time (s) to the first token of b prompts arriving together beside `decoding` running
+        requests (first_wave_ttft, and a fixed-length closed loop's groups)."""
         need, done = float(b) * isl, 0.0
         decodes, chunks, ends = [], [], []
         budget = self.token_budget
         while done < need:
-            d = min(float(b), math.floor(done / isl))
+            d = decoding + min(float(b), math.floor(done / isl))
             p = min(max(budget - d, budget / 8.0), need - done)  # _chunk_tokens(d), in floats: this loop runs per iteration
             decodes.append(d)
             chunks.append(p)
@@ -355,7 +382,7 @@ class _Replica:
         ctx = isl + osl / 2.0
         t = np.cumsum(self.steps.step_time_s(np.asarray(decodes), np.asarray(chunks), ctx, isl / 2.0))
         first_token = t[np.searchsorted(np.asarray(ends), isl * np.arange(1, b + 1, dtype=float) - 1e-6)]
-        return float(first_token.mean()) + self.frontend_s
+        return float(first_token.mean())
 
     def decode_bound(self, b: float, isl: int, osl: int) -> str:
         """What limits the typical iteration: decode only, unless prompts are so many that every one carries some."""
@@ -404,6 +431,7 @@ def estimate_serving(
     efficiency: Efficiency | None = None,
     ep: int | None = None,
     requests: int | None = None,
+    fixed_lengths: bool = False,
 ) -> ServingEstimate:
     """Predict serving throughput and latency.
 
@@ -420,7 +448,11 @@ def estimate_serving(
     `concurrency` closed-loop clients (`vllm bench serve --num-prompts N --max-concurrency C`), the first wave of
     C arriving together and queueing for the token budget; TTFT is the mean over all N. `requests` without
     `concurrency` is an offline benchmark (`trtllm-bench throughput`, `vllm bench throughput --num-prompts N`): all
-    N queued at once, run in waves of as many as fit, the last one partial.
+    N queued at once, run in waves of as many as fit, the last one partial. `fixed_lengths` (with `concurrency`) says
+    every prompt and every output has the one length (`vllm bench serve`'s random data set at its default range ratio
+    0 with --ignore-eos): the closed loop's clients then stay in the groups their first wave was admitted in, a token
+    budget's worth of prompts arriving and prefilled together (longer TTFT, and prompt iterations that no longer hide
+    under the decodes); with lengths that vary, completions spread out and prompts arrive one at a time.
     """
     m = _resolve_model(model)
     g = _resolve_gpu(gpu)
@@ -437,6 +469,9 @@ def estimate_serving(
     check_context(m, isl, osl)
     conc = None if concurrency is None else _check_int("concurrency", concurrency, 1, MAX_CONCURRENCY)
     n_req = None if requests is None else _check_int("requests", requests, 1, MAX_CONCURRENCY)
+    if fixed_lengths and conc is None:
+        raise UsageError("fixed lengths describe a benchmark's closed-loop clients: give concurrency (its "
+                         "--max-concurrency) too")
     ttft_cap = None if max_ttft_ms is None else _check_pos("max_ttft_ms", max_ttft_ms)
     tpot_cap = None if max_tpot_ms is None else _check_pos("max_tpot_ms", max_tpot_ms)
     frac = eng.memory_fraction if memory_fraction is None else _check_pos("memory_fraction", memory_fraction, 1.0)
@@ -474,7 +509,7 @@ def estimate_serving(
         if not dp_attention and shape.n_heads % t:
             raise UsageError(f"tp {t} does not divide {m.name}'s {shape.n_heads} attention heads; use a divisor such as "
                              + ", ".join(str(d) for d in TP_CHOICES if shape.n_heads % d == 0))
-        return _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs_cap, dp_attention, ep_for(t))
+        return _Replica(shape, g, t, wf, kv, eng, eff, frac, seqs_cap, dp_attention, ep_for(t), grouped=fixed_lengths)
 
     if tp is None:
         rep = None
@@ -532,6 +567,9 @@ def estimate_serving(
         "ttft": ("server front end (HTTP, tokenisation, admission, streaming) + "
                  "prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "
                  "closed loop, queueing only beyond max concurrency"
+                 + (f"; fixed lengths: prompts arrive in the groups the first wave was admitted in "
+                    f"({float(rep.arrival_group(conc / replicas, isl)):.0f} at a time) and are prefilled together"
+                    if rep.grouped else "")
                  + (f"; mean over {n_req:,} benchmark requests, the first wave of {min(conc, n_req):,} arriving "
                     "together and prefilled in turn" if n_req is not None and conc is not None and not rep.static else "")
                  + (f"; offline: {n_req:,} requests queued at once, run in waves of as many as fit (the last one "

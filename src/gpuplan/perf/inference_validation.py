@@ -201,6 +201,7 @@ def predict_row(row: dict, eff: Efficiency):
         dp_attention=row["dp_attention"] == "1", efficiency=eff,
         ep=int(row["ep"]) if row.get("ep") and row["dp_attention"] != "1" else None,
         requests=int(row["num_prompts"]) if row.get("num_prompts") else None,
+        fixed_lengths=bool(conc) and row.get("fixed_lengths") == "yes",
     )
 
 

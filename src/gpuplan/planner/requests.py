@@ -405,6 +405,9 @@ class ServeEstimateRequest(ModelChoice):
                                  "serve --num-prompts) TTFT is the mean over them, the first wave arriving together; "
                                  "without (trtllm-bench throughput) all are queued at once and run in waves of as many "
                                  "as fit")
+    fixed_lengths: bool = Field(default=False, description="with concurrency: every prompt and output has one length "
+                                "(vllm bench serve's random data set at range ratio 0 with --ignore-eos), so the "
+                                "closed loop's clients arrive in the groups their first wave was admitted in")
     max_ttft_ms: float | None = Field(default=None)
     max_tpot_ms: float | None = Field(default=None)
     memory_fraction: float | None = Field(default=None)
@@ -430,7 +433,8 @@ def estimate_serve(req: ServeEstimateRequest):
                            concurrency=req.concurrency, max_ttft_ms=req.max_ttft_ms, max_tpot_ms=req.max_tpot_ms,
                            engine=req.engine, memory_fraction=req.memory_fraction, max_num_seqs=req.max_num_seqs,
                            eta_bw=req.eta_bw,
-                           eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp, requests=req.requests)
+                           eta_c=req.eta_c, ep=req.ep, dp_attention=req.attention_dp, requests=req.requests,
+                           fixed_lengths=req.fixed_lengths)
     native = getattr(model, "native_precision", None) or "bf16"
     est.assumptions["precision_basis"] = (f"the model's native precision ({est.precision})"
                                           if req.precision is None or req.precision == native else "given")
