@@ -39,7 +39,9 @@ ep_overlap (1: the MoE all-to-all overlapped in the combined 1F1B schedule).
 
 kind=serve: model, gpu, tp, input_len, output_len, output_tokens_per_s (all
 replicas). Optional: precision (bf16), kv_precision, engine (vllm|sglang|
-trtllm; vllm), concurrency (empty: max throughput), n_gpus (= tp).
+trtllm; vllm), concurrency (empty: max throughput), n_gpus (= tp),
+fixed_lengths (1: clients with one prompt and one output length, as vllm bench
+serve's random data set at range ratio 0 with --ignore-eos; needs concurrency).
 
 One factor per (regime, GPU architecture) multiplies the bundled efficiency:
 the one that makes the geometric mean of measured / predicted speed 1 over
