@@ -318,12 +318,14 @@ def global_batch(ctx: Context) -> int | None:
         gb = int(round(float(ctx.summary["global_batch"])))
     except (KeyError, TypeError, ValueError):
         return None
+    from gpuplan.perf.workload import batch_unit
+
     lay = ctx.plan.layout
-    groups = lay.pp if lay.pp > 1 and lay.vp > 1 else 1
-    unit = max(1, (lay.micro_batch or 1) * lay.dp * groups)
+    unit = max(1, batch_unit(lay.dp, lay.micro_batch or 1, lay.pp, lay.vp))
     rounded = max(unit, -(-gb // unit) * unit)
     if rounded != gb:
-        what = "micro batch x data parallel" + (" x pipeline stages (interleaved)" if groups > 1 else "")
+        interleaved = lay.pp > 1 and lay.vp > 1
+        what = "micro batch x data parallel" + (" x pipeline stages (interleaved)" if interleaved else "")
         ctx.warn(f"global batch {gb} is not a multiple of {what} = {unit}: the files use {rounded} sequences")
     return rounded
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gpuplan.errors import GpuplanError, UsageError
-from gpuplan.perf.workload import FRAMEWORKS, MOE_DISPATCHERS
+from gpuplan.perf.workload import FRAMEWORKS, MOE_DISPATCHERS, batch_unit
 
 FORMAT = "gpuplan-calibration/1"
 ENV_DIR = "GPUPLAN_CONFIG_DIR"
@@ -545,7 +545,7 @@ def _train_run(row: dict, where: str, line: int, folder: Path) -> Run:
     if gb % (dp * mb):
         raise _RowError(f"{where}: global_batch {gb} is not a multiple of dp x micro_batch = {dp * mb}")
     vp = _opt_int(row, "vp", where)
-    if vp is not None and vp > 1 and (pp == 1 or (gb // (dp * mb)) % pp):
+    if vp is not None and vp > 1 and (pp == 1 or gb % batch_unit(dp, mb, pp, vp)):
         raise _RowError(f"{where}: vp {vp} needs pp > 1 and micro-batches per step ({gb // (dp * mb)}) in whole "
                         f"groups of pp ({pp}), as Megatron's interleaved schedule runs them")
     etp = _opt_int(row, "etp", where)

@@ -33,7 +33,7 @@ from gpuplan.perf.efficiency import TrainingEfficiency
 from gpuplan.perf.training_memory import memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape
 from gpuplan.perf.training_time import gpu_features, step_time_s
-from gpuplan.perf.workload import TrainingWorkload
+from gpuplan.perf.workload import TrainingWorkload, batch_unit
 
 REASONS = ("tp_exceeds_node", "heads_not_divisible_by_tp", "more_stages_than_layers", "batch_not_divisible",
            "experts_not_divisible", "interleave_microbatches", "memory")
@@ -195,7 +195,7 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     if wl.batch_fixed:
         batch = np.full(n.shape, B, dtype=np.int64)
     else:  # interleaving needs whole groups of pp micro-batches: a default batch rounds to them too
-        unit = d * b * np.where(v > 1, p, 1)
+        unit = batch_unit(d, b, p, v)
         batch = -(-B // unit) * unit
     reason = np.full(n.shape, -1, dtype=np.int64)
 
@@ -212,7 +212,7 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     if shape.is_moe:
         mark((t * d * c) % (et * e) != 0, 4)
     # Megatron's interleaved schedule runs the micro-batches in groups of pp: their count must be a multiple of it.
-    mark((v > 1) & ((batch // np.maximum(d * b, 1)) % p != 0), 5)
+    mark(batch % batch_unit(d, b, p, v) != 0, 5)
     return {"count_idx": ci, "n": n, "tp": t, "pp": p, "dp": d, "cp": c, "ep": e, "micro_batch": b,
             "recompute": r, "zero": z, "vp": v, "etp": et, "reason": reason, "batch": batch}
 

@@ -26,6 +26,14 @@ MoeDispatcher = Literal["alltoall", "flex"]
 FRAMEWORKS = get_args(Framework)
 MOE_DISPATCHERS = get_args(MoeDispatcher)
 
+
+
+def batch_unit(dp, micro_batch, pp, vp):
+    """Sequences a global batch must be a whole multiple of: dp x micro-batch, and with interleaved pipeline chunks
+    (vp > 1) whole groups of pp micro-batches, as Megatron's interleaved schedule runs them. Ints or numpy arrays."""
+    return dp * micro_batch * (1 + (pp - 1) * (vp > 1))
+
+
 MAX_TOKENS = 1e16  # 100x the largest public run (Llama 3.1: 15.6T); beyond is a typo, not a plan
 MAX_SEQ_LEN = 4_194_304
 DEFAULT_SEQ_LEN = 4096
