@@ -329,6 +329,24 @@ def test_dense_layer_conventions_per_family():
     assert (spec.n_dense_layers, spec.moe_layer_step) == (3, 1)
 
 
+@pytest.mark.parametrize("quantization_config, native", [
+    # compressed-tensors (llm-compressor) as Kimi-K2-Thinking ships it: int, 4 bits, group 32, weight-only
+    ({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "input_activations": None,
+        "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32}}}}, "int4"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"group_0": {
+        "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}, "fp8"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int"}}}},
+     "int8"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}, "int4"),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128, "desc_act": False}, "int8"),
+    ({"quant_method": "compressed-tensors", "config_groups": "garbage"}, "bf16"),  # unreadable: 16-bit, no crash
+])
+def test_native_precision_of_integer_and_compressed_tensors_checkpoints(quantization_config, native):
+    cfg = dict(QWEN3_CODER_480B, quantization_config=quantization_config)
+    assert model_from_config(cfg).native_precision == native
+
+
 def test_gpt_oss_windows_sinks_and_experts():
     g = model_from_config(GPT_OSS_20B)
     assert (g.n_experts, g.n_active_experts, g.qkv_bias, g.attention_sinks) == (32, 4, True, True)

@@ -495,6 +495,32 @@ def test_native_4bit_moe_checkpoint_keeps_non_expert_weights_16bit(models):
     assert "16-bit" not in f8.assumptions["moe_experts"]
 
 
+def test_native_int4_moe_release_quantizes_only_the_experts():
+    """Kimi-K2-Thinking (and K2.5 / K2.6) ship INT4 routed experts from quantization-aware training: served at their
+    native precision by default, the non-expert weights 16-bit, about 560 GB in all where the FP8 Kimi-K2 is about
+    1.03 TB."""
+    from gpuplan.models import resolve_model
+    from gpuplan.perf import inference_memory as mem
+    from gpuplan.perf.inference_precision import weight_format
+    from gpuplan.planner.requests import ServeEstimateRequest, estimate_serve
+
+    k2t = resolve_model("moonshotai/Kimi-K2-Thinking")
+    assert k2t.native_precision == "int4" and resolve_model("Kimi-K2.5").name == "kimi-k2-thinking"
+    s = mem.model_shape(k2t)
+    assert s.experts_only_lowp
+    e = estimate_serve(ServeEstimateRequest(model="kimi-k2-thinking", gpu="H200", gpus=8))
+    assert e.precision == "int4" and "native" in e.assumptions["precision_basis"]
+    int4 = weight_format("int4").bytes_per_param
+    experts = s.routed_expert_params
+    expect = ((s.total_params - s.embedding_params - experts) * 2.0 + experts * int4 + s.embedding_params * 2.0) / 1e9
+    assert e.memory_breakdown_gb["weights"] * 8 == pytest.approx(expect, rel=1e-6)
+    assert 540 < expect < 600
+    fp8 = estimate_serve(ServeEstimateRequest(model="kimi-k2", gpu="H200", gpus=8))
+    assert fp8.precision == "fp8" and fp8.memory_breakdown_gb["weights"] * 8 > 1000
+    # A user's int4 re-quantization of a 16-bit MoE (AWQ) quantizes every linear layer: no 16-bit remainder.
+    assert not mem.model_shape(resolve_model("qwen3-30b-a3b")).experts_only_lowp
+
+
 def test_ttft_waits_for_the_iteration_in_flight(models):
     import numpy as np
 

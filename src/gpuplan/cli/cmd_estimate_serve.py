@@ -15,7 +15,7 @@ GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU type, e.g. H10
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4).")]
 ServePrecisionOpt = Annotated[Optional[str], typer.Option(
     "--precision", help="Weights: bf16, fp16, fp8, int8, int4 (awq/gptq), fp4 (nvfp4/mxfp4); default: the model's "
-                        "native precision (DeepSeek-V3 fp8, gpt-oss fp4), else bf16.")]
+                        "native precision (DeepSeek-V3 fp8, gpt-oss fp4, Kimi-K2-Thinking int4), else bf16.")]
 KvPrecisionOpt = Annotated[Optional[str], typer.Option("--kv-precision", help="KV cache: bf16, fp8, int8, fp4 (default: the engine's).")]
 InputLenOpt = Annotated[str, typer.Option("--input-len", help="Prompt tokens per request (e.g. 1000, 8k).")]
 OutputLenOpt = Annotated[str, typer.Option("--output-len", help="Generated tokens per request.")]

@@ -198,8 +198,29 @@ def _native_precision(outer: dict, cfg: dict) -> str:
             return "fp8"
         if method in ("mxfp4", "nvfp4") or "fp4" in method:
             return "fp4"
+        if method in ("awq", "gptq") and q.get("bits") in (4, 8):
+            return f"int{q['bits']}"
+        if method == "compressed-tensors":
+            return _compressed_tensors_precision(q)
     dtype = str(outer.get("torch_dtype") or cfg.get("torch_dtype") or "").lower()
     return "fp16" if dtype in ("float16", "fp16") else "bf16"
+
+
+def _compressed_tensors_precision(q: dict) -> str:
+    """compressed-tensors (llm-compressor): the weights' type and bits in its config groups (Kimi-K2-Thinking's
+    routed experts: int, 4 bits, group 32); 16-bit where no group says."""
+    groups = q.get("config_groups")
+    for group in groups.values() if isinstance(groups, dict) else ():
+        w = group.get("weights") if isinstance(group, dict) else None
+        if isinstance(w, dict):
+            kind, bits = str(w.get("type", "")).lower(), w.get("num_bits")
+            if kind == "float" and bits == 8:
+                return "fp8"
+            if kind == "float" and bits == 4:
+                return "fp4"
+            if kind == "int" and bits in (4, 8):
+                return f"int{bits}"
+    return "bf16"
 
 
 def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:

@@ -39,7 +39,7 @@ def count_tolerances(record: dict[str, Any]) -> tuple[float, float]:
 
 
 # Suffixes that name a fine-tune or a packaging of the same shape, not a different model.
-_VARIANT_TOKENS = {"instruct", "chat", "hf", "base", "it", "fp8", "bf16", "pretrained"}
+_VARIANT_TOKENS = {"instruct", "chat", "hf", "base", "it", "fp8", "bf16", "pretrained", "thinking"}
 
 
 @lru_cache(maxsize=1)

@@ -12,7 +12,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM
+from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM, native_is
 from gpuplan.units import GIB, gpu_memory_bytes  # noqa: F401  (GIB re-exported: mem.GIB)
 
 # GEMM-class kernels (matrix products and attention) one decode step runs per layer. Each has a minimum
@@ -121,7 +121,7 @@ def model_shape(model) -> ModelShape:
         attention_sinks=bool(getattr(m, "attention_sinks", False)),
         attn_flops_per_ctx_prefill=float(per_ctx_prefill * m.n_layers),
         head_params=float(m.vocab_size * m.hidden_size),
-        experts_only_lowp=bool(m.is_moe and getattr(m, "native_precision", None) == "fp4"),
+        experts_only_lowp=bool(m.is_moe and native_4bit(getattr(m, "native_precision", None))),
         layer_kernel_ratio=layer_kernel_ratio(m),
     )
 
@@ -131,6 +131,11 @@ def layer_kernel_ratio(m) -> float:
     attn = DENSE_LAYER_KERNELS + (MLA_EXTRA_KERNELS if m.attention == "mla" else 0)
     moe = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if m.n_shared_experts else 0)  # on the MoE layers only
     return (attn + m.n_moe_layers / m.n_layers * moe) / DENSE_LAYER_KERNELS
+
+
+def native_4bit(native_precision: str | None) -> bool:
+    """A native 4-bit MoE release (gpt-oss MXFP4, Kimi-K2-Thinking INT4): only the routed experts are 4-bit."""
+    return native_is(native_precision, "fp4") or native_is(native_precision, "int4")
 
 
 def dense_bytes_per_param(shape: ModelShape, bytes_per_param: float) -> float:
