@@ -162,6 +162,19 @@ def test_serve_model_id_is_the_presets_instruct_checkpoint_or_override():
         assert f"vllm serve {served} " in docs(text)[0]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
 
 
+def test_remote_code_only_for_repos_that_ship_their_own_tokenizer():
+    """Kimi's repos load a tokenizer of their own code (data/serving.json remote_code): vLLM and SGLang refuse them
+    without --trust-remote-code. Other presets never get the flag."""
+    result = load("serve_runpod_l40s.json")
+    for model, engine in [("kimi-k2-thinking", "vllm"), ("Kimi-K2.5", "vllm"), ("kimi-k2", "sglang")]:
+        text = export_plan(result.plans[0], "k8s", summary={**result.summary, "model": model, "engine": engine})
+        cmd = docs(text)[0]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+        assert "--trust-remote-code" in cmd and "moonshotai/Kimi-K2" in cmd
+    for model in ("llama-3.1-8b", "deepseek-v3", "gpt-oss-120b"):
+        text = export_plan(result.plans[0], "k8s", summary={**result.summary, "model": model})
+        assert "--trust-remote-code" not in text
+
+
 def test_fractional_gpu_plans_are_refused():
     result = load("train_lambda_h100.json")
     base = result.plans[0]

@@ -398,6 +398,11 @@ def serve_command(ctx: Context) -> tuple[str, str]:
     # Activations/unquantized layers: bf16 unless the GPU lacks it.
     dtype = "float16" if (weights == "fp16" or not supports_bf16(ctx.plan.gpu)) else "bfloat16"
     online_fp8 = weights == "fp8" and not prequantized  # quantize a 16-bit checkpoint at load time
+    # A repo whose tokenizer or model class is its own code (data/serving.json remote_code) loads only with it allowed.
+    pid = _preset_id(str(s.get("model") or ""))
+    remote_code = bool(pid) and pid in data_map("serving").get("remote_code", {})
+    if remote_code:
+        ctx.warn(f"{model} loads its own tokenizer code: the launch passes --trust-remote-code (it runs that repo's code)")
     mem = a.get("memory_fraction")
     mem = float(mem) if isinstance(mem, (int, float)) and 0.1 <= float(mem) <= 0.99 else None
     seqs = a.get("max_num_seqs")
@@ -408,6 +413,8 @@ def serve_command(ctx: Context) -> tuple[str, str]:
         if per_node > 1:
             parts += ["--dp", str(per_node)]
         parts += ["--dtype", dtype]
+        if remote_code:
+            parts += ["--trust-remote-code"]
         if online_fp8:
             parts += ["--quantization", "fp8"]
         if kv == "fp8":
@@ -424,6 +431,8 @@ def serve_command(ctx: Context) -> tuple[str, str]:
     if per_node > 1:
         parts += ["--data-parallel-size", str(per_node)]
     parts += ["--dtype", dtype]
+    if remote_code:
+        parts += ["--trust-remote-code"]
     if online_fp8:
         parts += ["--quantization", "fp8"]
     if kv == "fp8":
