@@ -347,6 +347,22 @@ def test_native_precision_of_integer_and_compressed_tensors_checkpoints(quantiza
     assert model_from_config(cfg).native_precision == native
 
 
+def test_deepseek_v32_sparse_attention_indexer_from_its_config():
+    """deepseek_v32 is V3's shape plus the lightning indexer (NeMo AutoModel's DeepseekV32Config fields)."""
+    v32 = model_from_config(dict(DEEPSEEK_V3, model_type="deepseek_v32", index_topk=2048, index_n_heads=64,
+                                 index_head_dim=128))
+    v3 = model_from_config(DEEPSEEK_V3)
+    assert v32.sparse_attention and not v3.sparse_attention
+    # wq_b (1536 x 64*128) + wk (7168 x 128) + LayerNorm (2 x 128) + weights_proj (7168 x 64) per layer
+    assert v32.indexer_params_per_layer() == 1536 * 8192 + 7168 * 128 + 256 + 7168 * 64 == 13_959_424
+    assert v32.total_params() - v3.total_params() == 61 * 13_959_424
+    assert v32.total_params() == get_preset("deepseek-v3.2").total_params()
+    # its key cache: fp8 plus one fp32 scale per 128 values, 132 bytes per token and layer whatever the KV precision
+    assert v32.kv_bytes_per_token(2.0) - v3.kv_bytes_per_token(2.0) == pytest.approx(61 * 132)
+    with pytest.raises(UsageError, match="index_n_heads"):
+        model_from_config(dict(DEEPSEEK_V3, index_topk=2048))
+
+
 def test_gpt_oss_windows_sinks_and_experts():
     g = model_from_config(GPT_OSS_20B)
     assert (g.n_experts, g.n_active_experts, g.qkv_bias, g.attention_sinks) == (32, 4, True, True)

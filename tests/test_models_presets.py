@@ -190,7 +190,7 @@ def test_2025_presets_carry_their_config_source():
     ("HuggingFaceTB/SmolLM3-3B", "smollm3-3b"), ("deepseek-r1", "deepseek-v3"),
     ("allenai/Olmo-3-7B-Instruct", "olmo-3-7b"), ("allenai/Olmo-3.1-32B-Think", "olmo-3-32b"),
     ("swiss-ai/Apertus-8B-Instruct-2509", "apertus-8b"), ("tencent/Hunyuan-A13B-Instruct", "hunyuan-a13b"),
-    ("baidu/ERNIE-4.5-300B-A47B-PT", "ernie-4.5-300b-a47b"), ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3"),
+    ("baidu/ERNIE-4.5-300B-A47B-PT", "ernie-4.5-300b-a47b"), ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2"), ("DeepSeek-V3.2", "deepseek-v3.2"),
     ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3"), ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama-3.1-70b"),
     ("zai-org/GLM-4.6", "glm-4.5"),
 ])

@@ -521,6 +521,32 @@ def test_native_int4_moe_release_quantizes_only_the_experts():
     assert not mem.model_shape(resolve_model("qwen3-30b-a3b")).experts_only_lowp
 
 
+def test_deepseek_sparse_attention_reads_the_top_k_and_the_indexer_reads_everything():
+    """DeepSeek-V3.2 is V3 plus sparse attention: MLA reads and scores at most 2,048 tokens per query, the indexer
+    reads its 132-byte key of every cached token and scores it. Long contexts get cheaper; short ones do not."""
+    from gpuplan.models import resolve_model
+    from gpuplan.perf import inference_memory as mem
+
+    v3, v32 = resolve_model("deepseek-v3"), resolve_model("deepseek-v3.2")
+    s3, s32 = mem.model_shape(v3), mem.model_shape(v32)
+    assert s32.attended_context(128_000) == 2048 and s32.kv_context(128_000) == 128_000  # the cache holds it all
+    assert s32.attended_context(1000) == s3.attended_context(1000) == 1000
+    assert s32.index_bytes_per_token == pytest.approx(61 * 132) and s3.index_bytes_per_token == 0
+    assert s32.attn_flops_per_ctx_prefill == s32.attn_flops_per_ctx  # prefill in the latent (MQA) form too
+
+    def served(name, ctx):
+        return estimate_serving(resolve_model(name), "H200", n_gpus=8, precision="fp8", input_len=int(ctx),
+                                output_len=16, concurrency=4)
+
+    long3, long32 = served("deepseek-v3", 120_000), served("deepseek-v3.2", 120_000)
+    assert long32.tpot_ms < 0.6 * long3.tpot_ms and long32.ttft_ms < 0.6 * long3.ttft_ms
+    short3, short32 = served("deepseek-v3", 1000), served("deepseek-v3.2", 1000)
+    assert short32.tpot_ms == pytest.approx(short3.tpot_ms, rel=0.05) and short32.tpot_ms >= short3.tpot_ms * 0.999
+    # the indexer key makes each cached token bigger: fewer tokens fit
+    assert long32.kv_bytes_per_token > long3.kv_bytes_per_token and long32.kv_cache_tokens < long3.kv_cache_tokens
+    assert "2,048 tokens" in long32.assumptions["sparse_attention"] and long3.assumptions["sparse_attention"] is None
+
+
 def test_ttft_waits_for_the_iteration_in_flight(models):
     import numpy as np
 

@@ -59,7 +59,7 @@ _CAPS = {
     "n_active_experts": 100_000, "n_shared_experts": 100_000, "expert_ffn_size": 10_000_000,
     "shared_expert_ffn_size": 10_000_000, "sliding_window": 1_000_000_000, "q_lora_rank": 1_000_000,
     "kv_lora_rank": 1_000_000, "qk_nope_head_dim": 100_000, "qk_rope_head_dim": 100_000, "v_head_dim": 100_000,
-    "moe_layer_step": 100_000,
+    "moe_layer_step": 100_000, "index_topk": 100_000_000, "index_n_heads": 100_000, "index_head_dim": 100_000,
 }
 _MAX_TOTAL_PARAMS = 1e15
 MAX_CONFIG_BYTES = 50_000_000  # real config.json files are a few kB; 50 MB leaves room for odd ones
@@ -246,6 +246,11 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         v_dim = r.int_field("v_head_dim", "v_head_dim", default=nope)
         mla = dict(attention="mla", kv_lora_rank=kv_lora, q_lora_rank=r.int_field("q_lora_rank", "q_lora_rank"),
                    qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=v_dim)
+        # DeepSeek sparse attention (deepseek_v32): the lightning indexer and its top-k.
+        topk = r.int_field("index_topk", "index_topk")
+        if topk:
+            mla.update(index_topk=topk, index_n_heads=r.int_field("index_n_heads", "index_n_heads", required=True),
+                       index_head_dim=r.int_field("index_head_dim", "index_head_dim", required=True))
         n_kv, head_dim = n_heads, nope + rope
     else:
         if cfg.get("multi_query") is True and r.first(_KV_HEADS)[0] is None:
@@ -454,7 +459,7 @@ def _name(outer: dict[str, Any], cfg: dict[str, Any], label: str) -> str:
 def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
     """An HF-style config.json dict for a spec (what a checkpoint of this shape would carry)."""
     if spec.attention == "mla":
-        model_type = "deepseek_v3"
+        model_type = "deepseek_v32" if spec.sparse_attention else "deepseek_v3"
     elif spec.attention_sinks:
         model_type = "gpt_oss"
     elif spec.is_moe:
@@ -486,6 +491,8 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
     if spec.attention == "mla":
         cfg.update(q_lora_rank=spec.q_lora_rank, kv_lora_rank=spec.kv_lora_rank, qk_nope_head_dim=spec.qk_nope_head_dim,
                    qk_rope_head_dim=spec.qk_rope_head_dim, v_head_dim=spec.v_head_dim)
+        if spec.sparse_attention:
+            cfg.update(index_topk=spec.index_topk, index_n_heads=spec.index_n_heads, index_head_dim=spec.index_head_dim)
         cfg.pop("head_dim")
     if spec.is_moe:
         cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,

@@ -10,6 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 AttentionKind = Literal["mha", "gqa", "mla"]
+# DeepSeek sparse attention's indexer key, cached as fp8 with one fp32 scale per 128 values whatever the KV cache's
+# own precision (vLLM's and SGLang's DeepSeek-V3.2 indexer caches: 132 bytes per token and layer).
+INDEX_KEY_BYTES_PER_VALUE = 1.0 + 4.0 / 128
 
 
 class ModelSpec(BaseModel):
@@ -44,6 +47,11 @@ class ModelSpec(BaseModel):
     qk_nope_head_dim: int | None = Field(default=None, gt=0)
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
     v_head_dim: int | None = Field(default=None, gt=0)
+    # DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer (index_n_heads heads of index_head_dim, one
+    # shared key per token) scores every previous token; MLA then attends only to the index_topk best of them.
+    index_n_heads: int | None = Field(default=None, gt=0)
+    index_head_dim: int | None = Field(default=None, gt=0)
+    index_topk: int | None = Field(default=None, gt=0)
     # Mixture of experts; n_experts == 0 means dense.
     n_experts: int = Field(default=0, ge=0)
     n_active_experts: int = Field(default=0, ge=0)
@@ -82,12 +90,30 @@ class ModelSpec(BaseModel):
             raise ValueError("local_attention_window and n_local_attention_layers go together")
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        index = (self.index_n_heads, self.index_head_dim, self.index_topk)
+        if any(index) and not all(index):
+            raise ValueError("index_n_heads, index_head_dim and index_topk go together (DeepSeek sparse attention)")
+        if all(index) and not (self.attention == "mla" and self.q_lora_rank):
+            raise ValueError("DeepSeek sparse attention's indexer needs MLA with a q_lora_rank")
         return self
 
     # ---- structure -------------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
+
+    @property
+    def sparse_attention(self) -> bool:
+        """DeepSeek sparse attention: each query attends to index_topk tokens its indexer picks."""
+        return bool(self.index_topk)
+
+    def indexer_params_per_layer(self) -> int:
+        """The lightning indexer: its query projection from the q latent, one key projection, the key's LayerNorm
+        (weight and bias) and a per-head weight projection."""
+        if not self.sparse_attention:
+            return 0
+        hi, di = self.index_n_heads, self.index_head_dim
+        return self.q_lora_rank * hi * di + self.hidden_size * di + 2 * di + self.hidden_size * hi
 
     @property
     def n_moe_layers(self) -> int:
@@ -128,7 +154,7 @@ class ModelSpec(BaseModel):
             qk = nope + rope
             q = (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * qk) if self.q_lora_rank else h * a * qk
             kv = h * (self.kv_lora_rank + rope) + self.kv_lora_rank + self.kv_lora_rank * a * (nope + v)
-            return q + kv + a * v * h
+            return q + kv + a * v * h + self.indexer_params_per_layer()
         d = self.head_dim
         q_out = a * d
         kv_out = 2 * self.n_kv_heads * d
@@ -175,13 +201,18 @@ class ModelSpec(BaseModel):
         return self.active_params() - self.vocab_size * self.hidden_size * (0 if self.tied_embeddings else 1)
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
-        """KV cache for one token across all layers: 2·L·G_kv·d_h·b, or L·(r_kv + d_rope)·b for MLA.
+        """KV cache for one token across all layers: 2·L·G_kv·d_h·b, or L·(r_kv + d_rope)·b for MLA (plus the
+        sparse-attention indexer's fp8 key).
 
         Every layer counted, windows ignored: the bound for a context no longer than the smallest window.
         """
         if self.attention == "mla":
-            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
+            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element + self.index_key_bytes_per_token()
         return 2 * self.n_layers * self.n_kv_heads * self.head_dim * bytes_per_element
+
+    def index_key_bytes_per_token(self) -> float:
+        """DeepSeek sparse attention's indexer key cache for one token, all layers (fp8 whatever the KV precision)."""
+        return self.n_layers * (self.index_head_dim or 0) * INDEX_KEY_BYTES_PER_VALUE if self.sparse_attention else 0.0
 
     def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_element: float = 2.0) -> float:
         """KV cache of one sequence of `context_tokens`: local-window layers keep at most their window."""

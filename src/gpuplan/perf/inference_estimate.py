@@ -210,7 +210,7 @@ class _Replica:
             shape, 1 if dp_attention else tp, engine.max_num_batched_tokens, seqs)
         self.kv_avail_gpu = mem.kv_available_bytes_per_gpu(
             gpu, self.weights_gpu, self.runtime_gpu, memory_fraction, engine.memory_fraction_of)
-        self.kv_bytes_token = shape.kv_elems_per_token * KV_BYTES[kv]
+        self.kv_bytes_token = shape.kv_elems_per_token * KV_BYTES[kv] + shape.index_bytes_per_token
         self.kv_shards = mem.kv_shards(shape, tp, dp_attention)
         self.kv_bytes_token_gpu = self.kv_bytes_token / self.kv_shards
         self.kv_tokens = int(max(0.0, self.kv_avail_gpu) / self.kv_bytes_token_gpu) if self.kv_bytes_token_gpu else 0
@@ -251,6 +251,7 @@ class _Replica:
             ep_hot_excess=eff.ep_hot_excess,
             weight_read_bytes_dense=dense_read, expert_bytes_gpu=expert_bytes,
             kv_bytes_per_token_gpu=self.kv_bytes_token_gpu,
+            index_share=shape.index_bytes_per_token / self.kv_bytes_token if self.kv_bytes_token else 0.0,
             bw_bytes_s=gpu.mem_bw_bytes_per_s * eff.eta_bw * af,
             gemm_flops_s=gemm_rate, dense_flops_s=dense_rate, head_flops_s=bf16_rate,
             attn_flops_s=bf16_rate,
@@ -563,6 +564,9 @@ def estimate_serving(
         "local_attention": (f"{shape.n_local_layers} of {shape.n_layers} layers attend to the last {shape.local_window} tokens"
                             if shape.local_window and shape.n_local_layers else None),
         "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
+        "sparse_attention": (f"DeepSeek sparse attention: MLA reads and scores at most {shape.index_topk:,} tokens per "
+                             "query; the indexer reads its fp8 key of every cached token and scores it"
+                             if shape.index_topk else None),
         "device_memory": "memory_gb read as GiB (marketing 80GB HBM = 80 GiB)",
         "ttft": ("server front end (HTTP, tokenisation, admission, streaming) + "
                  "prefill in chunks next to running decodes, after half an iteration's wait for the one in flight; "

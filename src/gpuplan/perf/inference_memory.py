@@ -52,7 +52,7 @@ class ModelShape:
     n_experts: int
     n_active_experts: int
     n_moe_layers: int
-    kv_elems_per_token: float  # all layers, K and V (or MLA latent)
+    kv_elems_per_token: float  # all layers, K and V (or MLA latent); a sparse-attention indexer's key apart
     attn_flops_per_ctx: float  # FLOPs per (query token, context token), all layers
     ffn_act: float  # widest FFN activation per token, for the activation buffer
     expert_ffn: int = 0  # intermediate size of one routed expert
@@ -69,6 +69,18 @@ class ModelShape:
     # GEMM-class kernels per layer, averaged over the layers, relative to a dense GQA layer's (DENSE_LAYER_KERNELS):
     # what the per-layer kernel floor of a CUDA-graph decode step scales with.
     layer_kernel_ratio: float = 1.0
+    # DeepSeek sparse attention: MLA reads and scores only the index_topk tokens the indexer picks, while the indexer
+    # reads its own key (index_bytes_per_token, all layers, fp8 whatever the KV precision; not in kv_elems_per_token)
+    # for every cached token and scores it (index_flops_per_ctx, all layers).
+    index_topk: int | None = None
+    index_bytes_per_token: float = 0.0
+    index_flops_per_ctx: float = 0.0
+
+    def attended_context(self, ctx: float) -> float:
+        """Context tokens one query's attention reads and scores: what the cache holds (kv_context), at most the
+        sparse-attention top-k."""
+        held = self.kv_context(ctx)
+        return min(held, float(self.index_topk)) if self.index_topk else held
 
     def kv_context(self, ctx: float) -> float:
         """Context tokens whose KV a sequence of `ctx` tokens holds and reads, averaged over layers:
@@ -95,6 +107,8 @@ def model_shape(model) -> ModelShape:
         per_ctx = 2 * m.n_heads * ((m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0) + (m.kv_lora_rank or 0))
         per_ctx_prefill = 2 * m.n_heads * (d_qk + (m.v_head_dim or m.head_dim))
         per_ctx = max(per_ctx, per_ctx_prefill)
+        if m.sparse_attention:
+            per_ctx_prefill = per_ctx  # sparse attention runs MLA in its latent (MQA) form in prefill too
     else:
         per_ctx = per_ctx_prefill = 4 * m.n_heads * m.head_dim  # QK^T and A.V, 2 FLOPs per MAC
     if m.is_moe:
@@ -113,7 +127,7 @@ def model_shape(model) -> ModelShape:
         embedding_params=float(m.embedding_params()), input_embedding_params=emb_in,
         expert_params=float(m.expert_params()) if m.is_moe else 0.0,
         n_experts=m.n_experts, n_active_experts=m.n_active_experts, n_moe_layers=m.n_moe_layers,
-        kv_elems_per_token=float(m.kv_bytes_per_token(1.0)),
+        kv_elems_per_token=float(m.kv_bytes_per_token(1.0) - m.index_key_bytes_per_token()),
         attn_flops_per_ctx=float(per_ctx * m.n_layers), ffn_act=float(ffn_act),
         expert_ffn=int(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0,
         local_window=getattr(m, "local_attention_window", None),
@@ -123,6 +137,9 @@ def model_shape(model) -> ModelShape:
         head_params=float(m.vocab_size * m.hidden_size),
         experts_only_lowp=bool(m.is_moe and native_4bit(getattr(m, "native_precision", None))),
         layer_kernel_ratio=layer_kernel_ratio(m),
+        index_topk=m.index_topk,
+        index_bytes_per_token=float(m.index_key_bytes_per_token()),
+        index_flops_per_ctx=float(2 * (m.index_n_heads or 0) * (m.index_head_dim or 0) * m.n_layers),
     )
 
 

@@ -15,7 +15,8 @@ through the model. Per GPU it costs:
   weights 16-bit;
 * attention (each sequence's KV read vs its score FLOPs; sliding-window and interleaved local
   layers read only their window; MLA prefills decompressed, 2·h·(d_qk + d_v) per context token,
-  and decodes in the latent space) and the MoE token traffic (dispatch, combine and the expert
+  and decodes in the latent space; DeepSeek sparse attention runs MLA latent over only the top-k
+  tokens its indexer picks, the indexer reading and scoring every cached token) and the MoE token traffic (dispatch, combine and the expert
   activations, plus a fitted router/permutation time per token-expert pair), all per token,
   all scaled by the engine factor;
 * collectives, not scaled by any factor: tensor parallelism's two all-reduces per layer at the
@@ -71,6 +72,7 @@ class StepModel:
     head_flops_s: float = 0.0  # achieved GEMM FLOP/s of the 16-bit output head (0: gemm_flops_s)
     moe_alltoall: bool = False  # attention-DP MoE exchange: all-to-all (True) or all-gather + reduce-scatter
     dispatch_bytes: float = ACT_BYTES  # bytes per hidden element of the gathered expert inputs
+    index_share: float = 0.0  # sparse attention: the indexer key's share of a token's cached bytes
 
     def experts_touched(self, tokens: np.ndarray) -> np.ndarray:
         """Expected distinct routed experts per MoE layer for `tokens` tokens: E·(1−(1−k/E)^T)."""
@@ -135,11 +137,13 @@ class StepModel:
             flops_t = 2.0 * body * tokens / g / dense_rate + head_t
         stream = weights / (self.bw_bytes_s * self.latency_factor)
         gemm = np.maximum(stream, flops_t / self.engine_factor)
-        # Attention: decode reads each sequence's KV; prefill tokens attend to their prefix.
-        kv_ctx = s.kv_context(context)
-        kv_read = decode * kv_ctx * self.kv_bytes_per_token_gpu
-        attn_flops = (decode * kv_ctx * s.attn_flops_per_ctx
-                      + prefill * s.kv_context(prefill_ctx) * (s.attn_flops_per_ctx_prefill or s.attn_flops_per_ctx)) / g
+        # Attention: decode reads each sequence's KV; prefill tokens attend to their prefix. With sparse attention
+        # MLA reads and scores only the top-k tokens, and the indexer reads its key of, and scores, every one.
+        kv_ctx, held = s.attended_context(context), s.kv_context(context)
+        kv_read = decode * (kv_ctx * (1.0 - self.index_share) + held * self.index_share) * self.kv_bytes_per_token_gpu
+        attn_flops = (decode * (kv_ctx * s.attn_flops_per_ctx + held * s.index_flops_per_ctx)
+                      + prefill * (s.attended_context(prefill_ctx) * (s.attn_flops_per_ctx_prefill or s.attn_flops_per_ctx)
+                                   + s.kv_context(prefill_ctx) * s.index_flops_per_ctx)) / g
         attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s)
         # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
         pairs = s.n_moe_layers * tokens * s.n_active_experts / g
