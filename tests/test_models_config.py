@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -420,7 +421,7 @@ def test_minimax_m2_and_qwen3_coder_configs():
 
 @pytest.mark.parametrize("cfg, needle", [
     (dict(LLAMA31_8B, model_type="granitemoehybrid", layer_types=["mamba"] * 30 + ["attention"] * 2), "mamba"),
-    (dict(LLAMA31_8B, model_type="qwen3_next"), "qwen3_next"),
+    (dict(LLAMA31_8B, model_type="qwen3_next"), "qwen3_next"),  # no linear_* fields: not a Gated DeltaNet it can read
     (dict(MINIMAX_M2, model_type="minimax", attn_type_list=[0] * 7 + [1]), "lightning"),
     (dict(LLAMA31_8B, layer_types=["linear_attention", "full_attention"] * 16), "linear_attention"),
 ])
@@ -429,6 +430,39 @@ def test_state_space_and_linear_attention_hybrids_are_refused(cfg, needle):
         model_from_config(cfg)
     msg = str(ei.value)
     assert needle in msg and "\n" not in msg and "not modelled" in msg
+
+
+# Qwen3-Next-80B-A3B's config.json (Qwen/Qwen3-Next-80B-A3B-Instruct; the linear_* fields also transformers'
+# Qwen3NextConfig defaults): Gated DeltaNet on 3 of every 4 layers, gated softmax attention on the 4th.
+QWEN3_NEXT_80B = json.loads((Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json").read_text())
+
+
+def test_gated_deltanet_hybrid_is_read_not_refused():
+    m = model_from_config(QWEN3_NEXT_80B)
+    assert (m.n_linear_attention_layers, m.n_kv_layers, m.attn_output_gate) == (36, 12, True)
+    # Gated DeltaNet layer: q/k/v/z projection, beta and decay, depthwise conv over q, k, v, dt bias and A, the gated
+    # norm, the output projection
+    assert m.linear_attention_params_per_layer() == (2048 * (2 * 2048 + 2 * 4096) + 2048 * 64 + 8192 * 4 + 64 + 128
+                                                     + 4096 * 2048)
+    # the gated attention's query projection also emits the gate
+    assert m.attention_params_per_layer() == 2048 * (4096 + 4096 + 1024) + 4096 * 2048
+    assert m.total_params() / 1e9 == pytest.approx(80, rel=0.01)  # "80B in total"
+    assert (m.active_params() - m.embedding_params()) / 1e9 == pytest.approx(3.25, abs=0.01)  # "3B activated"
+    # KV only on the 12 attention layers (2 KV heads of 256); a fixed state on the other 36
+    assert m.kv_bytes_per_token(2.0) == 12 * 2 * 2 * 256 * 2
+    assert m.linear_state_bytes_per_sequence() == 36 * (32 * 128 * 128 * 2 + (2 * 2048 + 4096) * 3 * 2)
+    assert m.kv_bytes_per_sequence(1000) == m.kv_bytes_per_token(2.0) * 1000 + m.linear_state_bytes_per_sequence()
+    # Qwen3.5's form: layer_types, the gate stated, the state kept in fp32
+    q35 = dict(QWEN3_NEXT_80B, model_type="qwen3_5_moe_text", attn_output_gate=True, mamba_ssm_dtype="float32",
+               layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 12)
+    q35.pop("full_attention_interval")
+    m35 = model_from_config(q35)
+    assert m35.n_linear_attention_layers == 36 and m35.linear_state_bytes_per_value == 4.0
+    assert m35.total_params() == m.total_params()
+    # written back as a config it reads the same
+    for spec in (m, m35):
+        again = model_from_config(spec_to_config(spec), name=spec.name)
+        assert again.model_dump(exclude={"source"}) == spec.model_dump(exclude={"source"})
 
 
 def test_attention_only_granite_hybrid_type_is_accepted():

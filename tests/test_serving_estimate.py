@@ -547,6 +547,39 @@ def test_deepseek_sparse_attention_reads_the_top_k_and_the_indexer_reads_everyth
     assert "2,048 tokens" in long32.assumptions["sparse_attention"] and long3.assumptions["sparse_attention"] is None
 
 
+def test_gated_deltanet_hybrid_keeps_a_fixed_state_and_no_kv_on_its_linear_layers():
+    """Qwen3-Next: 36 of 48 layers are Gated DeltaNet. Against the same model with softmax attention on every layer,
+    long contexts fit more sequences and decode faster; the state (its share per GPU) is charged to every sequence."""
+    import json
+    from pathlib import Path
+
+    from gpuplan.models import model_from_config
+    from gpuplan.perf import inference_memory as mem
+
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json").read_text())
+    hybrid = model_from_config(cfg, name="qwen3-next-80b-a3b")
+    dense_attn = hybrid.model_copy(update={
+        "n_linear_attention_layers": 0, "linear_num_key_heads": None, "linear_num_value_heads": None,
+        "linear_key_head_dim": None, "linear_value_head_dim": None, "linear_conv_kernel_dim": None})
+    s = mem.model_shape(hybrid)
+    assert s.n_linear_layers == 36 and s.attn_flops_per_ctx == 12 * 4 * 16 * 256
+    assert mem.model_shape(dense_attn).attn_flops_per_ctx == 48 * 4 * 16 * 256
+
+    def served(model, isl, conc=None):
+        return estimate_serving(model, "H200", n_gpus=4, precision="bf16", input_len=isl, output_len=1000,
+                                concurrency=conc)
+
+    long_h, long_d = served(hybrid, 100_000), served(dense_attn, 100_000)
+    assert long_h.max_concurrency > 3 * long_d.max_concurrency
+    assert served(hybrid, 100_000, 8).tpot_ms < served(dense_attn, 100_000, 8).tpot_ms
+    assert "36 of 48 layers are Gated DeltaNet" in long_h.assumptions["linear_attention"]
+    # one request of 100 + 1000 tokens holds, per GPU, its average context's KV (vLLM: 600 tokens in blocks of 16, the
+    # 2 KV heads over TP4 kept twice) and a quarter of its 39.5 MB state
+    one = served(hybrid, 100, 1)
+    expect = 608 * one.kv_bytes_per_token / 2 + s.linear_state_bytes / 4
+    assert one.memory_breakdown_gb["kv_in_use"] * 1e9 == pytest.approx(expect, rel=1e-6)
+
+
 def test_ttft_waits_for_the_iteration_in_flight(models):
     import numpy as np
 

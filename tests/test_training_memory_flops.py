@@ -119,3 +119,23 @@ def test_moe_flops_use_active_params():
     f = model_flops_per_token(shape, 4096, attention="none")
     assert f == pytest.approx(6 * m.non_embedding_active_params())
     assert f < 6 * m.total_params() * 0.35
+
+
+def test_hybrid_linear_attention_pays_softmax_attention_on_its_kv_layers_only():
+    """Qwen3-Next: softmax attention on 12 of 48 layers grows with the sequence; the 36 Gated DeltaNet layers cost a
+    fixed amount per token, whatever the sequence."""
+    import json
+    from pathlib import Path
+
+    from gpuplan.models import model_from_config
+    from gpuplan.perf.training_flops import attention_forward_flops_per_token
+
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json").read_text())
+    shape = model_shape(model_from_config(cfg))
+    assert (shape.n_linear_layers, shape.n_kv_layers) == (36, 12)
+    per_ctx = 12 * 2.0 * 16 * (256 + 256)
+    linear = 36 * 32 * (2 * 64 * 256 + 4 * 128 * 128)
+    assert shape.linear_flops_per_token == linear
+    for s in (4096, 65536):
+        assert attention_forward_flops_per_token(shape, s) == pytest.approx(per_ctx * s / 2 + linear)
+    assert attention_forward_flops_per_token(shape, 4096, "none") == 0.0

@@ -267,7 +267,9 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
             raise r.fail(r.first(_KV_HEADS)[0] or "num_key_value_heads",
                          f"({n_kv}) must divide the attention head count ({n_heads})")
 
-    _refuse_hybrid(r, model_type, n_layers)
+    linear = _linear_attention(r, model_type, n_layers)
+    if not linear:
+        _refuse_hybrid(r, model_type, n_layers)
     gated = _is_gated(model_type, r.text(_ACT))
     ffn_field, _ = r.first(_FFN)
     if ffn_field is None and model_type in {"gpt2", "bloom", "falcon", "gptj", "gpt_bigcode", "mpt"} | {""}:
@@ -296,7 +298,7 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         n_kv_heads=n_kv, head_dim=head_dim, ffn_size=ffn, gated_ffn=gated, vocab_size=vocab,
         tied_embeddings=tied, attention=attention, qkv_bias=qkv_bias, max_seq_len=max_seq,
         source=label if label != "config" else "config.json", attention_sinks=model_type == "gpt_oss",
-        native_precision=_native_precision(outer, cfg), **_windows(r, model_type, n_layers), **mla, **moe,
+        native_precision=_native_precision(outer, cfg), **_windows(r, model_type, n_layers), **mla, **moe, **linear,
     )
     try:
         spec = ModelSpec(**fields)
@@ -325,8 +327,36 @@ def _int_list(r: _Reader, name: str) -> list[int] | None:
     return [i for i in v if isinstance(i, int) and not isinstance(i, bool)]
 
 
+def _linear_attention(r: _Reader, model_type: str, n_layers: int) -> dict[str, Any]:
+    """Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): the linear-attention layers, from layer_types
+    ("linear_attention") or, in Qwen3-Next's first configs, every layer but each full_attention_interval-th; their
+    head counts and widths (linear_*); the full-attention layers' output gate; the recurrent state's dtype
+    (mamba_ssm_dtype). Any other hybrid, or one without the linear_* fields, is refused by _refuse_hybrid."""
+    kinds = r.cfg.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        others = [k for k in kinds[:n_layers] if k not in ("linear_attention", "full_attention")]
+        if others:
+            return {}
+        n_lin = sum(1 for k in kinds[:n_layers] if k == "linear_attention")
+    elif model_type.startswith("qwen3_next"):
+        interval = r.int_field("full_attention_interval", "n_layers", default=4)
+        n_lin = n_layers - n_layers // interval
+    else:
+        return {}
+    names = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+             "linear_conv_kernel_dim")
+    if not n_lin or any(r.cfg.get(n) is None for n in names):
+        return {}
+    out: dict[str, Any] = {n: r.int_field(n, "head_dim") for n in names}
+    gated_default = model_type.startswith(("qwen3_next", "qwen3_5"))
+    state = str(r.cfg.get("mamba_ssm_dtype") or "").lower()
+    return dict(out, n_linear_attention_layers=n_lin, attn_output_gate=r.flag("attn_output_gate", gated_default),
+                linear_state_bytes_per_value=4.0 if state in ("float32", "fp32") else 2.0)
+
+
 def _refuse_hybrid(r: _Reader, model_type: str, n_layers: int) -> None:
-    """State-space / linear-attention hybrids (Granite-4.0-H, Qwen3-Next, MiniMax-M1, Jamba) are refused, not miscounted."""
+    """State-space / linear-attention hybrids other than Gated DeltaNet ones (Granite-4.0-H, MiniMax-M1, Jamba; a
+    Qwen3-Next config without its linear_* fields) are refused, not miscounted."""
     kinds = r.cfg.get("layer_types") or r.cfg.get("layers_block_type")
     odd = [k for k in kinds if isinstance(k, str) and any(w in k.lower() for w in _NON_ATTENTION_LAYER_WORDS)] \
         if isinstance(kinds, list) else []
@@ -494,6 +524,14 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
         if spec.sparse_attention:
             cfg.update(index_topk=spec.index_topk, index_n_heads=spec.index_n_heads, index_head_dim=spec.index_head_dim)
         cfg.pop("head_dim")
+    if spec.n_linear_attention_layers:  # a Gated DeltaNet hybrid, written as Qwen3-Next writes it
+        cfg.update(model_type="qwen3_next", attn_output_gate=spec.attn_output_gate,
+                   layer_types=(["linear_attention"] * spec.n_linear_attention_layers
+                                + ["full_attention"] * spec.n_kv_layers),
+                   linear_num_key_heads=spec.linear_num_key_heads, linear_num_value_heads=spec.linear_num_value_heads,
+                   linear_key_head_dim=spec.linear_key_head_dim, linear_value_head_dim=spec.linear_value_head_dim,
+                   linear_conv_kernel_dim=spec.linear_conv_kernel_dim,
+                   mamba_ssm_dtype="float32" if spec.linear_state_bytes_per_value == 4.0 else "bfloat16")
     if spec.is_moe:
         cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,
                    moe_intermediate_size=spec.expert_ffn_size or spec.ffn_size)

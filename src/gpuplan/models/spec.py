@@ -41,6 +41,18 @@ class ModelSpec(BaseModel):
     n_local_attention_layers: int = Field(default=0, ge=0)
     # gpt-oss: a learned sink logit per head and layer (n_heads weights per layer).
     attention_sinks: bool = False
+    # Full attention with a sigmoid output gate (Qwen3-Next, Qwen3.5): the query projection also emits the gate.
+    attn_output_gate: bool = False
+    # Hybrid linear attention (Qwen3-Next, Qwen3.5: Gated DeltaNet on 3 of every 4 layers): these layers keep no KV
+    # cache but a fixed recurrent state per sequence (linear_num_value_heads x key dim x value dim, plus a short
+    # convolution's last inputs), and their cost per token does not grow with the context.
+    n_linear_attention_layers: int = Field(default=0, ge=0)
+    linear_num_key_heads: int | None = Field(default=None, gt=0)
+    linear_num_value_heads: int | None = Field(default=None, gt=0)
+    linear_key_head_dim: int | None = Field(default=None, gt=0)
+    linear_value_head_dim: int | None = Field(default=None, gt=0)
+    linear_conv_kernel_dim: int | None = Field(default=None, gt=0)
+    linear_state_bytes_per_value: float = Field(default=2.0, gt=0, le=8)  # bf16; 4 where the config keeps fp32
     # MLA (DeepSeek-V2/V3): low-rank compressed KV.
     q_lora_rank: int | None = Field(default=None, gt=0)
     kv_lora_rank: int | None = Field(default=None, gt=0)
@@ -90,6 +102,17 @@ class ModelSpec(BaseModel):
             raise ValueError("local_attention_window and n_local_attention_layers go together")
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        linear = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
+                  self.linear_value_head_dim, self.linear_conv_kernel_dim)
+        if bool(self.n_linear_attention_layers) != all(linear) or (any(linear) and not all(linear)):
+            raise ValueError("n_linear_attention_layers and the linear_* head counts, head dims and conv kernel go "
+                             "together (hybrid linear attention)")
+        if self.n_linear_attention_layers + self.n_local_attention_layers >= self.n_layers:
+            if self.n_linear_attention_layers:
+                raise ValueError("a hybrid keeps at least one full-attention layer: n_linear_attention_layers "
+                                 "(+ n_local_attention_layers) must be below n_layers")
+        if self.n_linear_attention_layers and (self.attention == "mla" or self.sliding_window):
+            raise ValueError("hybrid linear attention is modelled with GQA / MHA full-attention layers only")
         index = (self.index_n_heads, self.index_head_dim, self.index_topk)
         if any(index) and not all(index):
             raise ValueError("index_n_heads, index_head_dim and index_topk go together (DeepSeek sparse attention)")
@@ -128,19 +151,52 @@ class ModelSpec(BaseModel):
         return tuple(i >= self.n_dense_layers for i in range(self.n_layers))
 
     @property
+    def n_kv_layers(self) -> int:
+        """Softmax-attention layers, the ones that keep a KV cache (all but a hybrid's linear-attention layers)."""
+        return self.n_layers - self.n_linear_attention_layers
+
+    @property
     def n_global_attention_layers(self) -> int:
-        """Layers that attend to the whole context (all of them unless a window applies)."""
+        """Layers that attend to the whole context (all the KV layers unless a window applies)."""
         if self.sliding_window:
             return 0
-        return self.n_layers - self.n_local_attention_layers
+        return self.n_kv_layers - self.n_local_attention_layers
 
     def attended_tokens_per_layer(self, context_tokens: int) -> float:
-        """Mean over layers of the tokens one query attends to (and keeps KV for) at this context length."""
+        """Mean over the KV layers of the tokens one query attends to (and keeps KV for) at this context length."""
         ctx = max(0, int(context_tokens))
         if self.sliding_window:
             return float(min(ctx, self.sliding_window))
         local = self.n_local_attention_layers * min(ctx, self.local_attention_window or ctx)
-        return (local + self.n_global_attention_layers * ctx) / self.n_layers
+        return (local + self.n_global_attention_layers * ctx) / self.n_kv_layers
+
+    def linear_attention_params_per_layer(self) -> int:
+        """A Gated DeltaNet layer: the fused q/k/v/gate projection, the per-value-head beta and decay projection,
+        the depthwise causal convolution over q, k and v, two per-head vectors (dt bias, A), the gated RMSNorm and the
+        output projection (Hugging Face's Qwen3NextGatedDeltaNet)."""
+        if not self.n_linear_attention_layers:
+            return 0
+        h, hk, hv = self.hidden_size, self.linear_num_key_heads, self.linear_num_value_heads
+        dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
+        qk, v = hk * dk, hv * dv
+        return (h * (2 * qk + 2 * v) + h * 2 * hv + (2 * qk + v) * self.linear_conv_kernel_dim + 2 * hv + dv
+                + v * h)
+
+    def linear_state_bytes_per_sequence(self) -> float:
+        """A hybrid's recurrent state for one sequence, all its linear-attention layers: the delta rule's
+        value-heads x key-dim x value-dim matrix, and the convolution's last kernel-1 inputs (16-bit)."""
+        if not self.n_linear_attention_layers:
+            return 0.0
+        hk, hv = self.linear_num_key_heads, self.linear_num_value_heads
+        dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
+        state = hv * dk * dv * self.linear_state_bytes_per_value
+        conv = (2 * hk * dk + hv * dv) * (self.linear_conv_kernel_dim - 1) * 2.0
+        return self.n_linear_attention_layers * (state + conv)
+
+    def _mixer_params(self) -> int:
+        """Attention weights of every layer: softmax attention on the KV layers, Gated DeltaNet on the others."""
+        return self.n_kv_layers * self.attention_params_per_layer() + (
+            self.n_linear_attention_layers * self.linear_attention_params_per_layer())
 
     def _ffn_params(self, ffn_size: int) -> int:
         return (3 if self.gated_ffn else 2) * self.hidden_size * ffn_size
@@ -159,7 +215,8 @@ class ModelSpec(BaseModel):
         q_out = a * d
         kv_out = 2 * self.n_kv_heads * d
         bias = (q_out + kv_out) if self.qkv_bias else 0
-        return h * (q_out + kv_out) + q_out * h + bias + (a if self.attention_sinks else 0)
+        gate = q_out if self.attn_output_gate else 0
+        return h * (q_out + gate + kv_out) + q_out * h + bias + (a if self.attention_sinks else 0)
 
     def expert_params(self) -> int:
         """One routed expert's FFN."""
@@ -180,7 +237,7 @@ class ModelSpec(BaseModel):
     # ---- counts ----------------------------------------------------------------------------
     def total_params(self) -> float:
         """All weights: what memory holds."""
-        n = self.embedding_params() + self._norm_params() + self.n_layers * self.attention_params_per_layer()
+        n = self.embedding_params() + self._norm_params() + self._mixer_params()
         if not self.is_moe:
             return float(n + self.n_layers * self._ffn_params(self.ffn_size))
         n += self.n_dense_layers * self._ffn_params(self.ffn_size)
@@ -191,7 +248,7 @@ class ModelSpec(BaseModel):
         """Weights each token passes through: what FLOPs scale with."""
         if not self.is_moe:
             return self.total_params()
-        n = self.embedding_params() + self._norm_params() + self.n_layers * self.attention_params_per_layer()
+        n = self.embedding_params() + self._norm_params() + self._mixer_params()
         n += self.n_dense_layers * self._ffn_params(self.ffn_size)
         per_moe = self.n_active_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
         return float(n + self.n_moe_layers * per_moe)
@@ -208,12 +265,14 @@ class ModelSpec(BaseModel):
         """
         if self.attention == "mla":
             return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element + self.index_key_bytes_per_token()
-        return 2 * self.n_layers * self.n_kv_heads * self.head_dim * bytes_per_element
+        return 2 * self.n_kv_layers * self.n_kv_heads * self.head_dim * bytes_per_element
 
     def index_key_bytes_per_token(self) -> float:
         """DeepSeek sparse attention's indexer key cache for one token, all layers (fp8 whatever the KV precision)."""
         return self.n_layers * (self.index_head_dim or 0) * INDEX_KEY_BYTES_PER_VALUE if self.sparse_attention else 0.0
 
     def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_element: float = 2.0) -> float:
-        """KV cache of one sequence of `context_tokens`: local-window layers keep at most their window."""
-        return self.kv_bytes_per_token(bytes_per_element) * self.attended_tokens_per_layer(context_tokens)
+        """KV cache of one sequence of `context_tokens`: local-window layers keep at most their window, a hybrid's
+        linear-attention layers their fixed recurrent state."""
+        return (self.kv_bytes_per_token(bytes_per_element) * self.attended_tokens_per_layer(context_tokens)
+                + self.linear_state_bytes_per_sequence())

@@ -262,8 +262,11 @@ class _Replica:
         )
 
     def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
+        """KV tokens one request holds; a hybrid's recurrent state (its share on this GPU) counted as the tokens
+        of KV it displaces."""
+        state = self.shape.linear_state_bytes / self.tp / self.kv_bytes_token_gpu if self.kv_bytes_token_gpu else 0.0
         return mem.tokens_per_sequence(isl, osl, reserve or self.engine.kv_reserve, self.engine.block_tokens,
-                                       self.shape.sliding_window, self.shape)
+                                       self.shape.sliding_window, self.shape) + state
 
     def max_running(self, isl: int, osl: int) -> int:
         per = self.seq_tokens(isl, osl)
@@ -564,6 +567,9 @@ def estimate_serving(
         "local_attention": (f"{shape.n_local_layers} of {shape.n_layers} layers attend to the last {shape.local_window} tokens"
                             if shape.local_window and shape.n_local_layers else None),
         "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
+        "linear_attention": (f"{shape.n_linear_layers} of {shape.n_layers} layers are Gated DeltaNet: no KV, a "
+                             f"{shape.linear_state_bytes / 1e6:.1f} MB recurrent state per sequence, read and written "
+                             "each decode step" if shape.n_linear_layers else None),
         "sparse_attention": (f"DeepSeek sparse attention: MLA reads and scores at most {shape.index_topk:,} tokens per "
                              "query; the indexer reads its fp8 key of every cached token and scores it"
                              if shape.index_topk else None),

@@ -75,6 +75,13 @@ class ModelShape:
     index_topk: int | None = None
     index_bytes_per_token: float = 0.0
     index_flops_per_ctx: float = 0.0
+    # A Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5): n_linear_layers keep no KV but a recurrent state per sequence
+    # (linear_state_bytes, all of them), which a decode step reads and writes back; their token mixing costs a fixed
+    # linear_flops_decode / linear_flops_prefill per token (all of them), whatever the context.
+    n_linear_layers: int = 0
+    linear_state_bytes: float = 0.0
+    linear_flops_decode: float = 0.0
+    linear_flops_prefill: float = 0.0
 
     def attended_context(self, ctx: float) -> float:
         """Context tokens one query's attention reads and scores: what the cache holds (kv_context), at most the
@@ -88,7 +95,7 @@ class ModelShape:
         if self.sliding_window:
             ctx = min(ctx, self.sliding_window)
         if self.local_window and self.n_local_layers:
-            f = min(1.0, self.n_local_layers / self.n_layers)
+            f = min(1.0, self.n_local_layers / (self.n_layers - self.n_linear_layers))
             return (1 - f) * ctx + f * min(ctx, self.local_window)
         return ctx
 
@@ -128,19 +135,37 @@ def model_shape(model) -> ModelShape:
         expert_params=float(m.expert_params()) if m.is_moe else 0.0,
         n_experts=m.n_experts, n_active_experts=m.n_active_experts, n_moe_layers=m.n_moe_layers,
         kv_elems_per_token=float(m.kv_bytes_per_token(1.0) - m.index_key_bytes_per_token()),
-        attn_flops_per_ctx=float(per_ctx * m.n_layers), ffn_act=float(ffn_act),
+        attn_flops_per_ctx=float(per_ctx * m.n_kv_layers), ffn_act=float(ffn_act),
         expert_ffn=int(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0,
         local_window=getattr(m, "local_attention_window", None),
         n_local_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
         attention_sinks=bool(getattr(m, "attention_sinks", False)),
-        attn_flops_per_ctx_prefill=float(per_ctx_prefill * m.n_layers),
+        attn_flops_per_ctx_prefill=float(per_ctx_prefill * m.n_kv_layers),
         head_params=float(m.vocab_size * m.hidden_size),
         experts_only_lowp=bool(m.is_moe and native_4bit(getattr(m, "native_precision", None))),
         layer_kernel_ratio=layer_kernel_ratio(m),
         index_topk=m.index_topk,
         index_bytes_per_token=float(m.index_key_bytes_per_token()),
         index_flops_per_ctx=float(2 * (m.index_n_heads or 0) * (m.index_head_dim or 0) * m.n_layers),
+        **_linear_mixing(m),
     )
+
+
+# Chunk length of the chunked delta rule the engines' prefill kernels use (flash-linear-attention's, in vLLM and SGLang).
+DELTA_RULE_CHUNK = 64
+
+
+def _linear_mixing(m) -> dict:
+    """A Gated DeltaNet hybrid's linear-attention layers. Per value head and token, decode updates the dk x dv state
+    (decay and a rank-one delta: 2 dk dv) and reads it out (2 dk dv); prefill runs the chunked form, attention within
+    a chunk (2 C (dk + dv)) plus the state's update and read-out (4 dk dv)."""
+    n = int(getattr(m, "n_linear_attention_layers", 0) or 0)
+    if not n:
+        return {}
+    hv, dk, dv = m.linear_num_value_heads, m.linear_key_head_dim, m.linear_value_head_dim
+    return dict(n_linear_layers=n, linear_state_bytes=float(m.linear_state_bytes_per_sequence()),
+                linear_flops_decode=float(n * hv * 4 * dk * dv),
+                linear_flops_prefill=float(n * hv * (2 * DELTA_RULE_CHUNK * (dk + dv) + 4 * dk * dv)))
 
 
 def layer_kernel_ratio(m) -> float:

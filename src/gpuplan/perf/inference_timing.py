@@ -16,7 +16,9 @@ through the model. Per GPU it costs:
 * attention (each sequence's KV read vs its score FLOPs; sliding-window and interleaved local
   layers read only their window; MLA prefills decompressed, 2·h·(d_qk + d_v) per context token,
   and decodes in the latent space; DeepSeek sparse attention runs MLA latent over only the top-k
-  tokens its indexer picks, the indexer reading and scoring every cached token) and the MoE token traffic (dispatch, combine and the expert
+  tokens its indexer picks, the indexer reading and scoring every cached token; a Gated DeltaNet hybrid's
+  linear-attention layers read and write their recurrent state per decode step, at a fixed cost per token)
+  and the MoE token traffic (dispatch, combine and the expert
   activations, plus a fitted router/permutation time per token-expert pair), all per token,
   all scaled by the engine factor;
 * collectives, not scaled by any factor: tensor parallelism's two all-reduces per layer at the
@@ -144,6 +146,9 @@ class StepModel:
         attn_flops = (decode * (kv_ctx * s.attn_flops_per_ctx + held * s.index_flops_per_ctx)
                       + prefill * (s.attended_context(prefill_ctx) * (s.attn_flops_per_ctx_prefill or s.attn_flops_per_ctx)
                                    + s.kv_context(prefill_ctx) * s.index_flops_per_ctx)) / g
+        if s.n_linear_layers:  # a hybrid's linear-attention layers: their state read and written back per decode
+            kv_read = kv_read + decode * 2.0 * s.linear_state_bytes / g
+            attn_flops = attn_flops + (decode * s.linear_flops_decode + prefill * s.linear_flops_prefill) / g
         attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s)
         # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
         pairs = s.n_moe_layers * tokens * s.n_active_experts / g

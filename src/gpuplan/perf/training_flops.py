@@ -36,20 +36,23 @@ def _window_context(s: float, w: int | None, attention: str) -> float:
 
 
 def _context(shape: ModelShape, seq_len: int, attention: str) -> float:
-    """Average number of keys each query attends to under the convention, over all layers
+    """Average number of keys each query attends to under the convention, over the softmax-attention layers
     (interleaved local layers see only their window or chunk)."""
     s = float(seq_len)
     if shape.sliding_window or not shape.n_local_attention_layers or not shape.local_attention_window:
         return _window_context(s, shape.sliding_window, attention)
-    n_loc = min(shape.n_local_attention_layers, shape.n_layers)
+    n_kv = shape.n_kv_layers
+    n_loc = min(shape.n_local_attention_layers, n_kv)
     local = _window_context(s, shape.local_attention_window, attention)
-    return (n_loc * local + (shape.n_layers - n_loc) * _window_context(s, None, attention)) / shape.n_layers
+    return (n_loc * local + (n_kv - n_loc) * _window_context(s, None, attention)) / n_kv
 
 
 def attention_forward_flops_per_token(shape: ModelShape, seq_len: int, attention: str = "causal") -> float:
-    """Q·Kᵀ and A·V over all layers, forward only."""
+    """Q·Kᵀ and A·V over the softmax-attention layers, forward only; a hybrid's linear-attention layers add their
+    fixed token-mixing cost (none under the "none" convention)."""
     ctx = _context(shape, seq_len, attention)
-    return shape.n_layers * 2.0 * shape.n_heads * (shape.qk_head_dim + shape.v_head_dim) * ctx
+    linear = shape.linear_flops_per_token if attention != "none" else 0.0
+    return shape.n_kv_layers * 2.0 * shape.n_heads * (shape.qk_head_dim + shape.v_head_dim) * ctx + linear
 
 
 def forward_flops_per_token(shape: ModelShape, seq_len: int, attention: str = "causal") -> float:

@@ -42,6 +42,15 @@ class ModelShape:
     local_attention_window: int | None = None  # interleaved local layers (Gemma 3, Llama 4 chunks, gpt-oss)
     n_local_attention_layers: int = 0
     shared_experts: bool = False  # MoE layers also run a dense shared expert (tensor-parallel like the attention)
+    # A Gated DeltaNet hybrid's linear-attention layers: no softmax attention over the context, a fixed
+    # token-mixing cost per token instead (the chunked delta rule, forward, all of them).
+    n_linear_layers: int = 0
+    linear_flops_per_token: float = 0.0
+
+    @property
+    def n_kv_layers(self) -> int:
+        """Softmax-attention layers (all but a hybrid's linear-attention ones)."""
+        return self.n_layers - self.n_linear_layers
 
     @property
     def attention_io_per_layer(self) -> float:
@@ -111,4 +120,14 @@ def model_shape(m: ModelSpec) -> ModelShape:
         local_attention_window=getattr(m, "local_attention_window", None),
         n_local_attention_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
         shared_experts=bool(m.is_moe and shared),
+        n_linear_layers=int(m.n_linear_attention_layers),
+        linear_flops_per_token=_linear_flops(m),
     )
+
+
+def _linear_flops(m: ModelSpec) -> float:
+    """Forward FLOPs per token of a hybrid's linear-attention layers (the chunked form the serving model's prefill
+    uses: perf/inference_memory._linear_mixing)."""
+    from gpuplan.perf.inference_memory import model_shape as serving_shape
+
+    return serving_shape(m).linear_flops_prefill if m.n_linear_attention_layers else 0.0
