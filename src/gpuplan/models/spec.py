@@ -104,13 +104,12 @@ class ModelSpec(BaseModel):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
         linear = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
                   self.linear_value_head_dim, self.linear_conv_kernel_dim)
-        if bool(self.n_linear_attention_layers) != all(linear) or (any(linear) and not all(linear)):
+        if bool(self.n_linear_attention_layers) != all(linear) or any(linear) != all(linear):
             raise ValueError("n_linear_attention_layers and the linear_* head counts, head dims and conv kernel go "
                              "together (hybrid linear attention)")
-        if self.n_linear_attention_layers + self.n_local_attention_layers >= self.n_layers:
-            if self.n_linear_attention_layers:
-                raise ValueError("a hybrid keeps at least one full-attention layer: n_linear_attention_layers "
-                                 "(+ n_local_attention_layers) must be below n_layers")
+        if self.n_linear_attention_layers and self.n_linear_attention_layers + self.n_local_attention_layers >= self.n_layers:
+            raise ValueError("a hybrid keeps at least one full-attention layer: n_linear_attention_layers "
+                             "(+ n_local_attention_layers) must be below n_layers")
         if self.n_linear_attention_layers and (self.attention == "mla" or self.sliding_window):
             raise ValueError("hybrid linear attention is modelled with GQA / MHA full-attention layers only")
         index = (self.index_n_heads, self.index_head_dim, self.index_topk)
