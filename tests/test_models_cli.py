@@ -119,3 +119,18 @@ def test_console_script():
     assert json.loads(proc.stdout)["counts"]["kv_bytes_per_token_bf16"] == 61 * (512 + 64) * 2
     proc = subprocess.run(cmd + ["models", "show", "nope-model"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown model")
+
+
+def test_show_hybrid_and_sparse_attention_working(cli):
+    """The KV working names what each kind of layer keeps: a hybrid's state, DeepSeek-V3.2's indexer key."""
+    from pathlib import Path
+
+    config = Path(__file__).parent / "fixtures" / "configs" / "qwen3-next-80b-a3b.json"
+    code, out, err = cli("models", "show", str(config), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["kv_working"].startswith("2 x 12 layers x 2 KV heads x 256 x 2 B = 24.0 KiB; the other 36 layers")
+    assert d["counts"]["linear_state_mib_per_sequence"] == pytest.approx(36 * (32 * 128 * 128 * 2 + 8192 * 3 * 2) / 2**20)
+    code, out, err = cli("models", "show", "deepseek-v3.2")
+    assert code == 0, err
+    assert "128 indexer key" in out and "MiB" not in out

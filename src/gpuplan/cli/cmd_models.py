@@ -80,7 +80,10 @@ def _details(spec: Any) -> dict[str, Any]:
     }
     if spec.is_moe:
         counts["expert_params"] = spec.expert_params()
-    if spec.sliding_window or spec.n_local_attention_layers:  # windows cap the KV cache at long context
+    if spec.n_linear_attention_layers:
+        counts["linear_state_mib_per_sequence"] = spec.linear_state_bytes_per_sequence() / 2**20
+    if spec.sliding_window or spec.n_local_attention_layers or spec.n_linear_attention_layers:
+        # windows cap the KV cache at long context; a hybrid's linear layers hold a fixed state instead
         counts["kv_gib_per_128k_sequence_bf16"] = spec.kv_bytes_per_sequence(131072, 2.0) / 2**30
     if spec.published_params:
         counts["total_vs_published_pct"] = round((total / spec.published_params - 1) * 100, 3)
@@ -91,10 +94,15 @@ def _details(spec: Any) -> dict[str, Any]:
 
 def _kv_working(spec: Any) -> str:
     if spec.attention == "mla":
-        return (f"{spec.n_layers} layers x ({spec.kv_lora_rank} latent + {spec.qk_rope_head_dim} rope) x 2 B"
+        index = (f" + {spec.n_layers} layers x {spec.index_head_dim} indexer key x 1.03 B (fp8 + scale)"
+                 if spec.sparse_attention else "")
+        return (f"{spec.n_layers} layers x ({spec.kv_lora_rank} latent + {spec.qk_rope_head_dim} rope) x 2 B{index}"
                 f" = {spec.kv_bytes_per_token(2.0) / 1024:.1f} KiB")
-    text = (f"2 x {spec.n_layers} layers x {spec.n_kv_heads} KV heads x {spec.head_dim} x 2 B"
+    text = (f"2 x {spec.n_kv_layers} layers x {spec.n_kv_heads} KV heads x {spec.head_dim} x 2 B"
             f" = {spec.kv_bytes_per_token(2.0) / 1024:.1f} KiB")
+    if spec.n_linear_attention_layers:
+        text += (f"; the other {spec.n_linear_attention_layers} layers (linear attention) keep a"
+                 f" {spec.linear_state_bytes_per_sequence() / 2**20:.1f} MiB state per sequence instead")
     if spec.n_local_attention_layers:
         text += (f"; {spec.n_local_attention_layers} of {spec.n_layers} layers keep only the last"
                  f" {spec.local_attention_window} tokens")
@@ -164,4 +172,6 @@ def _fmt_count(key: str, v: float) -> str:
         return f"{v / 1024:,.2f} KiB"
     if key.startswith("kv_gib"):
         return f"{v:,.2f} GiB"
+    if key.endswith("_mib_per_sequence"):
+        return f"{v:,.1f} MiB"
     return f"{v / 1e9:,.3f} B" if v >= 1e8 else f"{v / 1e6:,.3f} M"
