@@ -13,6 +13,8 @@ AttentionKind = Literal["mha", "gqa", "mla"]
 # DeepSeek sparse attention's indexer key, cached as fp8 with one fp32 scale per 128 values whatever the KV cache's
 # own precision (vLLM's and SGLang's DeepSeek-V3.2 indexer caches: 132 bytes per token and layer).
 INDEX_KEY_BYTES_PER_VALUE = 1.0 + 4.0 / 128
+# Chunk length of the chunked delta rule the engines' prefill kernels use (flash-linear-attention's, in vLLM and SGLang).
+DELTA_RULE_CHUNK = 64
 
 
 class ModelSpec(BaseModel):
@@ -192,6 +194,16 @@ class ModelSpec(BaseModel):
         conv = (2 * hk * dk + hv * dv) * (self.linear_conv_kernel_dim - 1) * 2.0
         return self.n_linear_attention_layers * (state + conv)
 
+    def linear_attention_flops_per_token(self, decode: bool = False) -> float:
+        """Token mixing of a hybrid's linear-attention layers, per token, all of them. Per value head, decode updates
+        the dk x dv state (decay and a rank-one delta: 2 dk dv) and reads it out (2 dk dv); prefill and training run
+        the chunked form, attention within a chunk (2 C (dk + dv)) plus the state's update and read-out (4 dk dv)."""
+        if not self.n_linear_attention_layers:
+            return 0.0
+        dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
+        per_head = 4 * dk * dv + (0 if decode else 2 * DELTA_RULE_CHUNK * (dk + dv))
+        return float(self.n_linear_attention_layers * self.linear_num_value_heads * per_head)
+
     def _mixer_params(self) -> int:
         """Attention weights of every layer: softmax attention on the KV layers, Gated DeltaNet on the others."""
         return self.n_kv_layers * self.attention_params_per_layer() + (
@@ -262,9 +274,14 @@ class ModelSpec(BaseModel):
 
         Every layer counted, windows ignored: the bound for a context no longer than the smallest window.
         """
+        return self.kv_values_per_token() * bytes_per_element + self.index_key_bytes_per_token()
+
+    def kv_values_per_token(self) -> int:
+        """Values cached per token at the KV cache's precision, all layers: K and V of the softmax-attention layers, or
+        MLA's latent and rope key (a sparse-attention indexer's fp8 key apart)."""
         if self.attention == "mla":
-            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element + self.index_key_bytes_per_token()
-        return 2 * self.n_kv_layers * self.n_kv_heads * self.head_dim * bytes_per_element
+            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim)
+        return 2 * self.n_kv_layers * self.n_kv_heads * self.head_dim
 
     def index_key_bytes_per_token(self) -> float:
         """DeepSeek sparse attention's indexer key cache for one token, all layers (fp8 whatever the KV precision)."""

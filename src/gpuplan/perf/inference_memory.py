@@ -134,7 +134,7 @@ def model_shape(model) -> ModelShape:
         embedding_params=float(m.embedding_params()), input_embedding_params=emb_in,
         expert_params=float(m.expert_params()) if m.is_moe else 0.0,
         n_experts=m.n_experts, n_active_experts=m.n_active_experts, n_moe_layers=m.n_moe_layers,
-        kv_elems_per_token=float(m.kv_bytes_per_token(1.0) - m.index_key_bytes_per_token()),
+        kv_elems_per_token=float(m.kv_values_per_token()),
         attn_flops_per_ctx=float(per_ctx * m.n_kv_layers), ffn_act=float(ffn_act),
         expert_ffn=int(m.expert_ffn_size or m.ffn_size) if m.is_moe else 0,
         local_window=getattr(m, "local_attention_window", None),
@@ -151,21 +151,14 @@ def model_shape(model) -> ModelShape:
     )
 
 
-# Chunk length of the chunked delta rule the engines' prefill kernels use (flash-linear-attention's, in vLLM and SGLang).
-DELTA_RULE_CHUNK = 64
-
-
 def _linear_mixing(m) -> dict:
-    """A Gated DeltaNet hybrid's linear-attention layers. Per value head and token, decode updates the dk x dv state
-    (decay and a rank-one delta: 2 dk dv) and reads it out (2 dk dv); prefill runs the chunked form, attention within
-    a chunk (2 C (dk + dv)) plus the state's update and read-out (4 dk dv)."""
+    """A Gated DeltaNet hybrid's linear-attention layers: their state and token-mixing cost (ModelSpec)."""
     n = int(getattr(m, "n_linear_attention_layers", 0) or 0)
     if not n:
         return {}
-    hv, dk, dv = m.linear_num_value_heads, m.linear_key_head_dim, m.linear_value_head_dim
     return dict(n_linear_layers=n, linear_state_bytes=float(m.linear_state_bytes_per_sequence()),
-                linear_flops_decode=float(n * hv * 4 * dk * dv),
-                linear_flops_prefill=float(n * hv * (2 * DELTA_RULE_CHUNK * (dk + dv) + 4 * dk * dv)))
+                linear_flops_decode=m.linear_attention_flops_per_token(decode=True),
+                linear_flops_prefill=m.linear_attention_flops_per_token())
 
 
 def layer_kernel_ratio(m) -> float:

@@ -121,13 +121,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         n_local_attention_layers=int(getattr(m, "n_local_attention_layers", 0) or 0),
         shared_experts=bool(m.is_moe and shared),
         n_linear_layers=int(m.n_linear_attention_layers),
-        linear_flops_per_token=_linear_flops(m),
+        linear_flops_per_token=m.linear_attention_flops_per_token(),
     )
-
-
-def _linear_flops(m: ModelSpec) -> float:
-    """Forward FLOPs per token of a hybrid's linear-attention layers (the chunked form the serving model's prefill
-    uses: perf/inference_memory._linear_mixing)."""
-    from gpuplan.perf.inference_memory import model_shape as serving_shape
-
-    return serving_shape(m).linear_flops_prefill if m.n_linear_attention_layers else 0.0
