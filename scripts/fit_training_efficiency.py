@@ -2,10 +2,11 @@
 src/gpuplan/perf/data/training-efficiency.json.
 
 Run by hand from the repository root:  python scripts/fit_training_efficiency.py [--quick] [--warm | --goodput-only |
---moe-only] (--warm starts the simplex from the shipped parameters instead of the fixed starts below; --goodput-only
-keeps the shipped compute parameters and refits goodput alone, for a change that touches only how whole runs are
-predicted; --moe-only refits the parameters only MoE rows inform, MOE_NAMES, on the MoE rows, keeps the others as
-shipped, then refits goodput: for a change to how MoE steps are timed, without moving the dense fit)
+--moe-only | --hybrid-only] (--warm starts the simplex from the shipped parameters instead of the fixed starts below;
+--goodput-only keeps the shipped compute parameters and refits goodput alone, for a change that touches only how whole
+runs are predicted; --moe-only refits the parameters only MoE rows inform, MOE_NAMES, on the MoE rows, keeps the others
+as shipped, then refits goodput: for a change to how MoE steps are timed, without moving the dense fit; --hybrid-only
+does the same for HYBRID_NAMES on the rows of linear-attention hybrids)
 
 Compute parameters are fitted to the THROUGHPUT rows (seconds per step at a stated layout), each
 regime (dense, MoE, long context, small, LoRA, FP8, ...) weighted equally so the many rows of
@@ -64,7 +65,7 @@ COMPUTE_STARTS = {
     "layer_overhead_us": 60.0,
     "attn_ratio": 0.6, "attn_blackwell": 1.0, "lowp_fp8": 0.8, "ep_exposed": 0.8, "cp_exposed": 0.3,
     "dp_exposed": 0.3, "moe_imbalance": 1.15, "moe_layer_overhead_us": 300.0, "moe_expert_overhead_us": 50.0,
-    "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8, "attn_dhalf": 32.0,
+    "pytorch_fp8_ratio": 0.8, "pytorch_attn_ratio": 0.8, "attn_dhalf": 32.0, "linear_scan_bw_share": 0.7,
 }
 
 
@@ -77,6 +78,8 @@ def _apply(eff, x: dict):
 
 # The parameters only MoE rows inform: --moe-only refits these on the MoE rows and keeps every other one as shipped.
 MOE_NAMES = ("moe_m_half", "moe_imbalance", "ep_exposed", "moe_layer_overhead_us", "moe_expert_overhead_us")
+# The parameter only linear-attention hybrid rows inform: --hybrid-only refits it on them and keeps every other one.
+HYBRID_NAMES = ("linear_scan_bw_share",)
 
 
 def fit_compute(preps, eff, iters: int = 400, names: tuple[str, ...] | None = None):
@@ -116,6 +119,9 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--warm", action="store_true", help="start the simplex from the shipped parameters")
     mode.add_argument("--goodput-only", action="store_true",
                       help="keep the shipped compute parameters; refit goodput on the whole-run rows only")
+    mode.add_argument("--hybrid-only", action="store_true",
+                      help="keep the shipped parameters but " + ", ".join(HYBRID_NAMES) + "; refit it on the rows of "
+                      "linear-attention hybrids, then goodput")
     mode.add_argument("--moe-only", action="store_true",
                       help="keep the shipped parameters but the MoE ones (" + ", ".join(MOE_NAMES) + "); refit those "
                       "on the MoE rows, then goodput")
@@ -123,16 +129,17 @@ def main(argv: list[str]) -> int:
     iters = 120 if args.quick else 400
     shipped_doc = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
     shipped, prior_source = shipped_doc.get("params", {}), shipped_doc.get("source", "")
-    if (args.warm or args.goodput_only or args.moe_only) and shipped:  # start from the shipped fit
+    partial = args.goodput_only or args.moe_only or args.hybrid_only
+    if (args.warm or partial) and shipped:  # start from the shipped fit
         for k in COMPUTE_STARTS:
             v = shipped.get("lowp_ratio", {}).get("fp8") if k == "lowp_fp8" else shipped.get(k)
             if v is not None:
                 lo, hi = PARAM_BOUNDS[k]
                 COMPUTE_STARTS[k] = min(max(float(v), lo), hi)
-    elif args.goodput_only or args.moe_only:
-        ap.error(f"--goodput-only / --moe-only need a shipped fit in {OUT.relative_to(ROOT)}")
+    elif partial:
+        ap.error(f"--goodput-only / --moe-only / --hybrid-only need a shipped fit in {OUT.relative_to(ROOT)}")
     fitted = dict(COMPUTE_STARTS)
-    eff = _apply(TrainingEfficiency(), fitted) if args.goodput_only or args.moe_only else TrainingEfficiency()
+    eff = _apply(TrainingEfficiency(), fitted) if partial else TrainingEfficiency()
     for _ in range(2):  # default GPU counts of whole runs depend on the fit: settle them with a second pass
         preps = prepare_all(eff)
         if args.moe_only:  # only MoE rows depend on these parameters
@@ -140,6 +147,11 @@ def main(argv: list[str]) -> int:
             eff, moe_fit, loss = fit_compute(moe, eff, iters, names=MOE_NAMES)
             fitted.update(moe_fit)
             print(f"MoE loss (mean |log error| of the MoE throughput rows) {loss:.4f}", flush=True)
+        elif args.hybrid_only:  # only the hybrids' rows depend on it
+            hybrid = [p for p in preps if p.shape.n_linear_layers]
+            eff, hybrid_fit, loss = fit_compute(hybrid, eff, iters, names=HYBRID_NAMES)
+            fitted.update(hybrid_fit)
+            print(f"hybrid loss (mean |log error| of the {len(hybrid)} hybrid throughput rows) {loss:.4f}", flush=True)
         elif not args.goodput_only:
             eff, fitted, loss = fit_compute(preps, TrainingEfficiency(), iters)
             print(f"compute loss (regime-weighted mean |log error|) {loss:.4f}", flush=True)
@@ -166,10 +178,11 @@ def main(argv: list[str]) -> int:
                  "against cuDNN); goodput(n) = "
                  "goodput_base / (1 + n * lost_h_per_failure / gpu_h_per_failure). Other parameters are fixed "
                  "defaults (see gpuplan.perf.efficiency)."),
-        "source": (f"{prior_source}; " + ("MoE parameters and goodput" if args.moe_only else "goodput")
+        "source": (f"{prior_source}; " + ("MoE parameters and goodput" if args.moe_only else
+                                           "linear_scan_bw_share and goodput" if args.hybrid_only else "goodput")
                    + f" refitted {dt.date.today().isoformat()} on {len(used)} rows"
-                   + (" (--moe-only)" if args.moe_only else " (--goodput-only)")
-                   if (args.moe_only or args.goodput_only) and prior_source
+                   + (" (--moe-only)" if args.moe_only else " (--hybrid-only)" if args.hybrid_only else " (--goodput-only)")
+                   if partial and prior_source
                    else f"fitted {dt.date.today().isoformat()} on {len(used)} rows"),
         "fitted": names,
         "params": {k: v for k, v in eff.as_dict().items() if k != "source"},

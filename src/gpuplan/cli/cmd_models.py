@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from gpuplan.cli.app import app
+from gpuplan.models.spec import LINEAR_KIND_LABELS
 
 models_app = typer.Typer(help="Model shapes: presets, config.json files, shapes derived from a size.")
 app.add_typer(models_app, name="models")
@@ -101,7 +102,8 @@ def _kv_working(spec: Any) -> str:
     text = (f"2 x {spec.n_kv_layers} layers x {spec.n_kv_heads} KV heads x {spec.head_dim} x 2 B"
             f" = {spec.kv_bytes_per_token(2.0) / 1024:.1f} KiB")
     if spec.n_linear_attention_layers:
-        text += (f"; the other {spec.n_linear_attention_layers} layers (linear attention) keep a"
+        kind = LINEAR_KIND_LABELS[spec.linear_attention_kind]
+        text += (f"; the other {spec.n_linear_attention_layers} layers (linear attention, {kind}) keep a"
                  f" {spec.linear_state_bytes_per_sequence() / 2**20:.1f} MiB state per sequence instead")
     if spec.n_local_attention_layers:
         text += (f"; {spec.n_local_attention_layers} of {spec.n_layers} layers keep only the last"

@@ -20,6 +20,7 @@ import yaml
 
 from gpuplan.errors import UsageError
 from gpuplan.files import write_atomic  # noqa: F401  (re-exported by gpuplan.export)
+from gpuplan.models.spec import LINEAR_KIND_LABELS
 from gpuplan.planner.records import Plan, PlanResult
 
 TARGETS = ("skypilot", "dstack", "k8s")
@@ -890,6 +891,13 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         if arch is None:
             raise UsageError(f"the plan's model {ctx.summary.get('model')!r} has no known shape for the Megatron-LM "
                              "template; pass --script (your Megatron-style entry point) to launch it")
+        hybrid = model_spec(ctx)
+        if hybrid is not None and hybrid.n_linear_attention_layers:
+            kind = LINEAR_KIND_LABELS[hybrid.linear_attention_kind]
+            raise UsageError(f"the plan's model {hybrid.name!r} is a {kind} hybrid and the template launches "
+                             "Megatron-LM's pretrain_gpt.py, which builds softmax attention in every layer: pass --script "
+                             "(your hybrid entry point, e.g. Megatron-LM's pretrain_hybrid.py with --hybrid-layer-pattern) "
+                             "to launch it")
         amd = ctx.vendor == "amd"
         mdir = mcfg["amd_dir"] if amd else mcfg["dir"]
         tokenizer = base_model_id(ctx)

@@ -37,7 +37,8 @@ _GATED_TYPES = {
     "yi", "baichuan", "cohere", "granite", "exaone", "minicpm", "glm4_moe", "ernie4_5", "llama4_text",
     "llama4", "minimax_m2", "phimoe", "smollm3", "cohere2", "mistral3", "granitemoe", "granitemoeshared",
 }
-_UNGATED_TYPES = {"gpt2", "gpt_neox", "opt", "bloom", "falcon", "gptj", "gpt_bigcode", "phi", "starcoder2", "nemotron", "mpt"}
+_UNGATED_TYPES = {"gpt2", "gpt_neox", "opt", "bloom", "falcon", "gptj", "gpt_bigcode", "phi", "starcoder2", "nemotron", "mpt",
+                  "nemotron_h"}
 _GATED_ACTS = {"silu", "swish", "swiglu", "geglu", "reglu", "silu_and_mul"}
 # Families with biases on the q/k/v projections by construction.
 _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "gpt2", "gpt_neox", "opt", "bloom", "gptj", "gpt_bigcode", "phi"}
@@ -45,7 +46,7 @@ _QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "gpt2", "gpt_neox", "opt", 
 _UNTIED_DEFAULT_TYPES = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
     "kimi_k2", "gpt_neox", "phi3", "gpt_oss", "falcon", "nemotron", "olmo", "olmo2", "internlm2", "cohere",
-    "llama4_text", "glm4_moe", "minimax_m2", "phimoe",
+    "llama4_text", "glm4_moe", "minimax_m2", "phimoe", "nemotron_h",
 }
 # Layers that are not softmax attention (state-space, linear or lightning attention): the spec cannot hold them.
 _HYBRID_TYPES = {"jamba", "zamba", "zamba2", "falcon_h1", "nemotron_h", "phi4flash", "lfm2", "qwen3_next", "mamba",
@@ -267,7 +268,12 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
             raise r.fail(r.first(_KV_HEADS)[0] or "num_key_value_heads",
                          f"({n_kv}) must divide the attention head count ({n_heads})")
 
-    linear = _linear_attention(r, model_type, n_layers)
+    blocks = _mamba_blocks(r, n_layers)
+    if blocks:  # Nemotron-H: n_layers counts the token-mixer blocks from here on, n_ffn_layers the FFN blocks
+        n_layers = blocks["n_layers"]
+        linear = blocks
+    else:
+        linear = _linear_attention(r, model_type, n_layers) or _mamba_layers(r, model_type, n_layers, hidden)
     if not linear:
         _refuse_hybrid(r, model_type, n_layers)
     gated = _is_gated(model_type, r.text(_ACT))
@@ -279,7 +285,9 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
     else:
         ffn = r.int_field(_FFN, "ffn_size", required=True)
 
-    moe = _moe_fields(r, model_type, n_layers, ffn)
+    moe = _moe_fields(r, model_type, n_layers, ffn) if not blocks else _block_moe(r, blocks, ffn)
+    if model_type.startswith("granitemoehybrid") and not moe and r.cfg.get("shared_intermediate_size"):
+        ffn = r.int_field("shared_intermediate_size", "ffn_size")  # no experts: the shared MLP is the FFN
     if model_type.startswith("llama4") and r.cfg.get("intermediate_size_mlp") is not None:
         ffn = r.int_field("intermediate_size_mlp", "ffn_size")  # Llama 4: the dense layers' FFN (experts: intermediate_size)
     tied = r.flag("tie_word_embeddings", model_type not in _UNTIED_DEFAULT_TYPES)
@@ -298,7 +306,8 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         n_kv_heads=n_kv, head_dim=head_dim, ffn_size=ffn, gated_ffn=gated, vocab_size=vocab,
         tied_embeddings=tied, attention=attention, qkv_bias=qkv_bias, max_seq_len=max_seq,
         source=label if label != "config" else "config.json", attention_sinks=model_type == "gpt_oss",
-        native_precision=_native_precision(outer, cfg), **_windows(r, model_type, n_layers), **mla, **moe, **linear,
+        native_precision=_native_precision(outer, cfg), **_windows(r, model_type, n_layers), **mla, **moe,
+        **{k: v for k, v in linear.items() if k != "n_layers"},
     )
     try:
         spec = ModelSpec(**fields)
@@ -354,6 +363,90 @@ def _linear_attention(r: _Reader, model_type: str, n_layers: int) -> dict[str, A
                 linear_state_bytes_per_value=4.0 if state in ("float32", "fp32") else 2.0)
 
 
+# Nemotron-H's block kinds, as hybrid_override_pattern writes them and as layers_block_type spells them.
+_BLOCK_WORDS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _mamba_blocks(r: _Reader, n_blocks: int) -> dict[str, Any]:
+    """Mamba-2 hybrids built of single-purpose blocks (Nemotron-H, Nemotron Nano 2, Nemotron 3): the blocks from
+    hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP, "E" MoE) or layers_block_type ("mamba",
+    "attention", "mlp", "moe"); the Mamba-2 heads (mamba_num_heads x mamba_head_dim), its n_groups B/C projections of
+    ssm_state_size, the convolution kernel and the state's dtype (mamba_ssm_cache_dtype). {} where neither list is
+    given."""
+    pattern, words = r.cfg.get("hybrid_override_pattern"), r.cfg.get("layers_block_type")
+    if isinstance(pattern, str) and pattern:
+        field = "hybrid_override_pattern"
+    elif isinstance(words, list) and words and all(isinstance(w, str) for w in words):
+        field = "layers_block_type"
+        odd = [w for w in words if w.lower() not in _BLOCK_WORDS]
+        if odd:
+            raise r.fail(field, f"holds {odd[0]!r}; the blocks modelled are {', '.join(_BLOCK_WORDS)}")
+        pattern = "".join(_BLOCK_WORDS[w.lower()] for w in words)
+    else:
+        return {}
+    odd_chars = sorted(set(pattern) - set(_BLOCK_WORDS.values()))
+    if odd_chars:
+        raise r.fail(field, f"holds {odd_chars[0]!r}; the blocks modelled are M (Mamba-2), * (attention), - (MLP) and "
+                            "E (MoE)")
+    if len(pattern) != n_blocks:
+        raise r.fail(field, f"lists {len(pattern)} blocks where num_hidden_layers is {n_blocks}")
+    if r.cfg.get("moe_latent_size") is not None:
+        raise r.fail("moe_latent_size", "(LatentMoE: experts in a projected latent width) is not modelled; give the "
+                                        "size instead (--params)")
+    n_mamba, n_attn = pattern.count("M"), pattern.count("*")
+    n_ffn = pattern.count("-") + pattern.count("E")
+    if not n_mamba or not n_attn or not n_ffn:
+        raise r.fail(field, f"needs Mamba-2, attention and FFN blocks ({n_mamba} / {n_attn} / {n_ffn})")
+    heads = r.int_field("mamba_num_heads", "head_dim", required=True)
+    head_dim = r.int_field("mamba_head_dim", "head_dim", required=True)
+    state = str(r.cfg.get("mamba_ssm_cache_dtype") or "").lower()
+    return dict(n_layers=n_mamba + n_attn, n_ffn_layers=n_ffn, block_pattern=pattern, linear_attention_kind="mamba2",
+                n_linear_attention_layers=n_mamba, linear_num_value_heads=heads, linear_value_head_dim=head_dim,
+                linear_num_key_heads=r.int_field("n_groups", "head_dim", default=1),
+                linear_key_head_dim=r.int_field("ssm_state_size", "head_dim", required=True),
+                linear_conv_kernel_dim=r.int_field("conv_kernel", "head_dim", default=4),
+                linear_state_bytes_per_value=4.0 if state in ("float32", "fp32") else 2.0)
+
+
+def _mamba_layers(r: _Reader, model_type: str, n_layers: int, hidden: int) -> dict[str, Any]:
+    """Mamba-2 hybrids whose every layer is a token mixer and an FFN (Granite-4.0-H: layer_types "mamba" /
+    "attention", each followed by its MoE or MLP): the Mamba-2 heads (mamba_n_heads x mamba_d_head, "auto" =
+    mamba_expand x hidden / heads), its mamba_n_groups B/C projections of mamba_d_state, the convolution kernel. {}
+    where the layer list or the head count and state size are missing (refused by _refuse_hybrid)."""
+    kinds = r.cfg.get("layer_types")
+    if not model_type.startswith("granitemoehybrid") or not isinstance(kinds, list) or "mamba" not in kinds:
+        return {}
+    if any(k not in ("mamba", "attention") for k in kinds[:n_layers]) or \
+            r.cfg.get("mamba_n_heads") is None or r.cfg.get("mamba_d_state") is None:
+        return {}
+    heads = r.int_field("mamba_n_heads", "head_dim", required=True)
+    if r.cfg.get("mamba_d_head") in (None, "auto"):
+        inner = r.int_field("mamba_expand", "head_dim", default=2) * hidden
+        if inner % heads:
+            raise r.fail("mamba_n_heads", f"({heads}) does not divide the inner width {inner} (mamba_expand x hidden)")
+        head_dim = inner // heads
+    else:
+        head_dim = r.int_field("mamba_d_head", "head_dim")
+    return dict(linear_attention_kind="mamba2", n_linear_attention_layers=sum(1 for k in kinds[:n_layers] if k == "mamba"),
+                linear_num_value_heads=heads, linear_value_head_dim=head_dim,
+                linear_num_key_heads=r.int_field("mamba_n_groups", "head_dim", default=1),
+                linear_key_head_dim=r.int_field("mamba_d_state", "head_dim", required=True),
+                linear_conv_kernel_dim=r.int_field("mamba_d_conv", "head_dim", default=4))
+
+
+def _block_moe(r: _Reader, blocks: dict[str, Any], ffn: int) -> dict[str, Any]:
+    """A block hybrid's experts: every "E" block routed, the "-" blocks dense MLPs."""
+    pattern = blocks["block_pattern"]
+    if "E" not in pattern:
+        return {}
+    out = _moe_fields(r, "", blocks["n_ffn_layers"], ffn)
+    if not out:
+        raise r.fail("n_routed_experts", "is missing or below 2 where the block list holds MoE blocks")
+    out.pop("moe_layer_step", None)
+    out["n_dense_layers"] = pattern.count("-")
+    return out
+
+
 def _refuse_hybrid(r: _Reader, model_type: str, n_layers: int) -> None:
     """State-space / linear-attention hybrids other than Gated DeltaNet ones (Granite-4.0-H, MiniMax-M1, Jamba; a
     Qwen3-Next config without its linear_* fields) are refused, not miscounted."""
@@ -386,7 +479,8 @@ def _moe_fields(r: _Reader, model_type: str, n_layers: int, ffn: int) -> dict[st
     expert_ffn = r.int_field(("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size"),
                              "expert_ffn_size", default=ffn)
     out: dict[str, Any] = dict(n_experts=n_experts, n_active_experts=top_k, expert_ffn_size=expert_ffn)
-    shared_size = r.int_field(("shared_expert_intermediate_size", "shared_intermediate_size"), "shared_expert_ffn_size",
+    shared_size = r.int_field(("shared_expert_intermediate_size", "shared_intermediate_size",
+                               "moe_shared_expert_intermediate_size"), "shared_expert_ffn_size",
                               allow_zero=True)
     n_shared = r.int_field(("n_shared_experts", "num_shared_experts"), "n_shared_experts", default=0, allow_zero=True)
     is_llama4 = model_type.startswith("llama4")
@@ -524,6 +618,10 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
         if spec.sparse_attention:
             cfg.update(index_topk=spec.index_topk, index_n_heads=spec.index_n_heads, index_head_dim=spec.index_head_dim)
         cfg.pop("head_dim")
+    if spec.block_pattern:  # a Mamba-2 block hybrid, written as Nemotron-H writes it
+        return _nemotron_h_config(spec, cfg)
+    if spec.linear_attention_kind == "mamba2":  # Mamba-2 mixers in layers with an FFN each, as Granite-4.0-H
+        return _granite_hybrid_config(spec, cfg)
     if spec.n_linear_attention_layers:  # a Gated DeltaNet hybrid, written as Qwen3-Next writes it
         cfg.update(model_type="qwen3_next", attn_output_gate=spec.attn_output_gate,
                    layer_types=(["linear_attention"] * spec.n_linear_attention_layers
@@ -533,14 +631,48 @@ def spec_to_config(spec: ModelSpec) -> dict[str, Any]:
                    linear_conv_kernel_dim=spec.linear_conv_kernel_dim,
                    mamba_ssm_dtype="float32" if spec.linear_state_bytes_per_value == 4.0 else "bfloat16")
     if spec.is_moe:
-        cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,
-                   moe_intermediate_size=spec.expert_ffn_size or spec.ffn_size)
+        _write_experts(cfg, spec, "num_local_experts", "shared_expert_intermediate_size")
         if spec.moe_layer_step > 1:
             cfg["decoder_sparse_step"] = spec.moe_layer_step
         else:
             cfg["first_k_dense_replace"] = spec.n_dense_layers
-        if spec.n_shared_experts:
-            cfg["n_shared_experts"] = spec.n_shared_experts
-            if spec.shared_expert_ffn_size:
-                cfg["shared_expert_intermediate_size"] = spec.shared_expert_ffn_size
+    return cfg
+
+
+def _write_experts(cfg: dict[str, Any], spec: ModelSpec, experts_key: str, shared_key: str) -> None:
+    """The routed experts, top-k, expert width and shared experts, under the family's names for the count and the
+    shared width."""
+    cfg.update({experts_key: spec.n_experts, "num_experts_per_tok": spec.n_active_experts,
+                "moe_intermediate_size": spec.expert_ffn_size or spec.ffn_size})
+    if spec.n_shared_experts:
+        cfg["n_shared_experts"] = spec.n_shared_experts
+        if spec.shared_expert_ffn_size:
+            cfg[shared_key] = spec.shared_expert_ffn_size
+
+
+def _nemotron_h_config(spec: ModelSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Nemotron-H's config.json fields for a block hybrid (its pattern, Mamba-2 heads and experts)."""
+    cfg.pop("hidden_act")  # Nemotron-H names its FFN activation mlp_hidden_act
+    cfg.update(model_type="nemotron_h", num_hidden_layers=len(spec.block_pattern),
+               hybrid_override_pattern=spec.block_pattern, mlp_hidden_act="relu2",
+               mamba_num_heads=spec.linear_num_value_heads, mamba_head_dim=spec.linear_value_head_dim,
+               n_groups=spec.linear_num_key_heads, ssm_state_size=spec.linear_key_head_dim,
+               conv_kernel=spec.linear_conv_kernel_dim,
+               mamba_ssm_cache_dtype="float32" if spec.linear_state_bytes_per_value == 4.0 else "bfloat16")
+    if spec.is_moe:
+        _write_experts(cfg, spec, "n_routed_experts", "moe_shared_expert_intermediate_size")
+    return cfg
+
+
+def _granite_hybrid_config(spec: ModelSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Granite-4.0-H's config.json fields for a Mamba-2 hybrid whose layers each keep an FFN."""
+    cfg.update(model_type="granitemoehybrid",
+               layer_types=["mamba"] * spec.n_linear_attention_layers + ["attention"] * spec.n_kv_layers,
+               mamba_n_heads=spec.linear_num_value_heads, mamba_d_head=spec.linear_value_head_dim,
+               mamba_n_groups=spec.linear_num_key_heads, mamba_d_state=spec.linear_key_head_dim,
+               mamba_d_conv=spec.linear_conv_kernel_dim, shared_intermediate_size=spec.ffn_size)
+    if spec.is_moe:
+        cfg.update(num_local_experts=spec.n_experts, num_experts_per_tok=spec.n_active_experts,
+                   intermediate_size=spec.expert_ffn_size or spec.ffn_size,
+                   shared_intermediate_size=spec.shared_expert_ffn_size or 0)
     return cfg

@@ -10,11 +10,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 AttentionKind = Literal["mha", "gqa", "mla"]
+# A hybrid's linear (state-space) token mixers: Gated DeltaNet (Qwen3-Next, Qwen3.5) or Mamba-2 (Nemotron-H).
+LinearAttentionKind = Literal["gated_deltanet", "mamba2"]
 # DeepSeek sparse attention's indexer key, cached as fp8 with one fp32 scale per 128 values whatever the KV cache's
 # own precision (vLLM's and SGLang's DeepSeek-V3.2 indexer caches: 132 bytes per token and layer).
 INDEX_KEY_BYTES_PER_VALUE = 1.0 + 4.0 / 128
-# Chunk length of the chunked delta rule the engines' prefill kernels use (flash-linear-attention's, in vLLM and SGLang).
-DELTA_RULE_CHUNK = 64
+# Chunk length of the chunked scans prefill and training run: the delta rule's (flash-linear-attention's kernels, in
+# vLLM and SGLang) and Mamba-2's state-space duality (SSD; Nemotron-H's config.json chunk_size).
+LINEAR_CHUNK = {"gated_deltanet": 64, "mamba2": 128}
+# Nemotron-H's hybrid_override_pattern: one character per block, each block one token mixer or one FFN.
+BLOCK_KINDS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "MoE"}
+LINEAR_KIND_LABELS = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2"}
 
 
 class ModelSpec(BaseModel):
@@ -45,7 +51,8 @@ class ModelSpec(BaseModel):
     attention_sinks: bool = False
     # Full attention with a sigmoid output gate (Qwen3-Next, Qwen3.5): the query projection also emits the gate.
     attn_output_gate: bool = False
-    # Hybrid linear attention (Qwen3-Next, Qwen3.5: Gated DeltaNet on 3 of every 4 layers): these layers keep no KV
+    # Hybrid linear attention (Qwen3-Next, Qwen3.5: Gated DeltaNet on 3 of every 4 layers; Nemotron-H: Mamba-2 on most
+    # mixer blocks): these layers keep no KV
     # cache but a fixed recurrent state per sequence (linear_num_value_heads x key dim x value dim, plus a short
     # convolution's last inputs), and their cost per token does not grow with the context.
     n_linear_attention_layers: int = Field(default=0, ge=0)
@@ -55,6 +62,14 @@ class ModelSpec(BaseModel):
     linear_value_head_dim: int | None = Field(default=None, gt=0)
     linear_conv_kernel_dim: int | None = Field(default=None, gt=0)
     linear_state_bytes_per_value: float = Field(default=2.0, gt=0, le=8)  # bf16; 4 where the config keeps fp32
+    # Which linear mixer those layers are. Mamba-2 maps onto the same fields as the delta rule: its n_groups B/C
+    # projections are the key heads (width ssm_state_size), its mamba_num_heads x mamba_head_dim the value heads.
+    linear_attention_kind: LinearAttentionKind = "gated_deltanet"
+    # Models whose blocks are each either a token mixer or an FFN, not both (Nemotron-H: Mamba-2, attention, MLP and
+    # MoE blocks in the order `block_pattern` gives): n_layers counts the mixer blocks, n_ffn_layers the FFN blocks.
+    # Unset: one FFN per layer, as in every other decoder.
+    n_ffn_layers: int | None = Field(default=None, gt=0, le=100_000)
+    block_pattern: str | None = Field(default=None, max_length=100_000)
     # MLA (DeepSeek-V2/V3): low-rank compressed KV.
     q_lora_rank: int | None = Field(default=None, gt=0)
     kv_lora_rank: int | None = Field(default=None, gt=0)
@@ -89,15 +104,15 @@ class ModelSpec(BaseModel):
     def _consistent(self) -> "ModelSpec":
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+        F = self.ffn_layers
         if self.n_experts:
             if not 0 < self.n_active_experts <= self.n_experts:
                 raise ValueError("n_active_experts must be in 1..n_experts")
-            if self.n_dense_layers > self.n_layers:
-                raise ValueError("n_dense_layers exceeds n_layers")
-            if self.moe_layer_step > 1 and self.n_dense_layers != self.n_layers - self.n_layers // self.moe_layer_step:
-                raise ValueError(f"moe_layer_step {self.moe_layer_step} over {self.n_layers} layers leaves "
-                                 f"{self.n_layers - self.n_layers // self.moe_layer_step} dense layers, "
-                                 f"not n_dense_layers {self.n_dense_layers}")
+            if self.n_dense_layers > F:
+                raise ValueError("n_dense_layers exceeds the FFN layers")
+            if self.moe_layer_step > 1 and self.n_dense_layers != F - F // self.moe_layer_step:
+                raise ValueError(f"moe_layer_step {self.moe_layer_step} over {F} layers leaves "
+                                 f"{F - F // self.moe_layer_step} dense layers, not n_dense_layers {self.n_dense_layers}")
         if self.n_local_attention_layers > self.n_layers:
             raise ValueError("n_local_attention_layers exceeds n_layers")
         if bool(self.n_local_attention_layers) != bool(self.local_attention_window):
@@ -114,6 +129,10 @@ class ModelSpec(BaseModel):
                              "(+ n_local_attention_layers) must be below n_layers")
         if self.n_linear_attention_layers and (self.attention == "mla" or self.sliding_window):
             raise ValueError("hybrid linear attention is modelled with GQA / MHA full-attention layers only")
+        if self.linear_attention_kind != "gated_deltanet" and not self.n_linear_attention_layers:
+            raise ValueError(f"linear_attention_kind {self.linear_attention_kind!r} needs n_linear_attention_layers")
+        if self.block_pattern is not None:
+            self._check_block_pattern()
         index = (self.index_n_heads, self.index_head_dim, self.index_topk)
         if any(index) and not all(index):
             raise ValueError("index_n_heads, index_head_dim and index_topk go together (DeepSeek sparse attention)")
@@ -121,7 +140,26 @@ class ModelSpec(BaseModel):
             raise ValueError("DeepSeek sparse attention's indexer needs MLA with a q_lora_rank")
         return self
 
+    def _check_block_pattern(self) -> None:
+        p = self.block_pattern or ""
+        odd = sorted(set(p) - set(BLOCK_KINDS))
+        if odd:
+            raise ValueError(f"block_pattern holds {odd[0]!r}; its blocks are M (Mamba-2), * (attention), - (MLP) and "
+                             "E (MoE)")
+        count = {k: p.count(k) for k in BLOCK_KINDS}
+        want = {"M": self.n_linear_attention_layers, "*": self.n_kv_layers, "-": self.n_dense_layers if self.is_moe
+                else self.ffn_layers, "E": self.n_moe_layers}
+        if self.n_ffn_layers is None or count != want or (count["M"] and self.linear_attention_kind != "mamba2"):
+            raise ValueError(f"block_pattern's blocks ({count['M']} Mamba-2, {count['*']} attention, {count['-']} MLP, "
+                             f"{count['E']} MoE) disagree with the shape ({want['M']}, {want['*']}, {want['-']}, "
+                             f"{want['E']}; n_ffn_layers {self.n_ffn_layers})")
+
     # ---- structure -------------------------------------------------------------------------
+    @property
+    def ffn_layers(self) -> int:
+        """FFN blocks: one per layer, or n_ffn_layers where mixers and FFNs are blocks of their own (Nemotron-H)."""
+        return self.n_ffn_layers or self.n_layers
+
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
@@ -141,15 +179,17 @@ class ModelSpec(BaseModel):
 
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+        return self.ffn_layers - self.n_dense_layers if self.is_moe else 0
 
     def moe_layer_mask(self) -> tuple[bool, ...]:
-        """Which layers (0-based) carry the routed experts: every moe_layer_step-th, or all after the leading dense."""
+        """Which FFN layers (0-based) carry the routed experts: every moe_layer_step-th, or all after the leading
+        dense ones."""
+        F = self.ffn_layers
         if not self.is_moe:
-            return (False,) * self.n_layers
+            return (False,) * F
         if self.moe_layer_step > 1:
-            return tuple((i + 1) % self.moe_layer_step == 0 for i in range(self.n_layers))
-        return tuple(i >= self.n_dense_layers for i in range(self.n_layers))
+            return tuple((i + 1) % self.moe_layer_step == 0 for i in range(F))
+        return tuple(i >= self.n_dense_layers for i in range(F))
 
     @property
     def n_kv_layers(self) -> int:
@@ -174,18 +214,23 @@ class ModelSpec(BaseModel):
     def linear_attention_params_per_layer(self) -> int:
         """A Gated DeltaNet layer: the fused q/k/v/gate projection, the per-value-head beta and decay projection,
         the depthwise causal convolution over q, k and v, two per-head vectors (dt bias, A), the gated RMSNorm and the
-        output projection (Hugging Face's Qwen3NextGatedDeltaNet)."""
+        output projection (Hugging Face's Qwen3NextGatedDeltaNet). A Mamba-2 layer: the in-projection to z, x, B, C
+        and one dt per head, the depthwise convolution over x, B and C with its bias, three per-head vectors (dt bias,
+        A, D), the gated RMSNorm over the inner width and the output projection (Hugging Face's Mamba2Mixer)."""
         if not self.n_linear_attention_layers:
             return 0
         h, hk, hv = self.hidden_size, self.linear_num_key_heads, self.linear_num_value_heads
         dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
         qk, v = hk * dk, hv * dv
-        return (h * (2 * qk + 2 * v) + h * 2 * hv + (2 * qk + v) * self.linear_conv_kernel_dim + 2 * hv + dv
-                + v * h)
+        conv = (2 * qk + v) * self.linear_conv_kernel_dim
+        if self.linear_attention_kind == "mamba2":
+            return h * (2 * v + 2 * qk + hv) + conv + (2 * qk + v) + 3 * hv + v + v * h
+        return h * (2 * qk + 2 * v) + h * 2 * hv + conv + 2 * hv + dv + v * h
 
     def linear_state_bytes_per_sequence(self) -> float:
-        """A hybrid's recurrent state for one sequence, all its linear-attention layers: the delta rule's
-        value-heads x key-dim x value-dim matrix, and the convolution's last kernel-1 inputs (16-bit)."""
+        """A hybrid's recurrent state for one sequence, all its linear-attention layers: the value-heads x key-dim x
+        value-dim matrix (the delta rule's, or Mamba-2's heads x state size x head dim), and the convolution's last
+        kernel-1 inputs (16-bit)."""
         if not self.n_linear_attention_layers:
             return 0.0
         hk, hv = self.linear_num_key_heads, self.linear_num_value_heads
@@ -196,16 +241,34 @@ class ModelSpec(BaseModel):
 
     def linear_attention_flops_per_token(self, decode: bool = False) -> float:
         """Token mixing of a hybrid's linear-attention layers, per token, all of them. Per value head, decode updates
-        the dk x dv state (decay and a rank-one delta: 2 dk dv) and reads it out (2 dk dv); prefill and training run
-        the chunked form, attention within a chunk (2 C (dk + dv)) plus the state's update and read-out (4 dk dv)."""
+        the dk x dv state (decay and a rank-one update: 2 dk dv) and reads it out (2 dk dv); prefill and training run
+        the chunked form, attention within a chunk (2 C (dk + dv)) plus the state's update and read-out (4 dk dv).
+        Mamba-2's SSD is the same count with its own chunk (B, C as keys and queries, x as values)."""
         if not self.n_linear_attention_layers:
             return 0.0
         dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
-        per_head = 4 * dk * dv + (0 if decode else 2 * DELTA_RULE_CHUNK * (dk + dv))
+        per_head = 4 * dk * dv + (0 if decode else 2 * LINEAR_CHUNK[self.linear_attention_kind] * (dk + dv))
         return float(self.n_linear_attention_layers * self.linear_num_value_heads * per_head)
 
+    def linear_scan_bytes_per_token(self) -> float:
+        """Memory traffic of the chunked scan's kernel chain, forward, per token, all linear-attention layers (the
+        kernels are memory-bound: a chunk's matrices are C x (dk + dv), far below a GEMM's arithmetic intensity).
+        Per layer, in 16-bit unless said: the short convolution reads and writes q/B, k/C and v/x (2 x 2 B each);
+        the chunk-state and chunk-scan kernels read them again (2 x 2 B); the per-chunk states, value heads x dk x dv
+        per C tokens in fp32, are written, read and rewritten by the state passing and read by the scan (4 x 4 B);
+        the output is written and the gated norm reads it with its gate and writes the result (4 x 2 B per value).
+        Mamba-2's SSD (causal_conv1d, then chunk_cumsum / chunk_state / state_passing / bmm_chunk / chunk_scan, then
+        the gated RMSNorm) and the chunked delta rule have this shape. The backward pass moves about twice this."""
+        if not self.n_linear_attention_layers:
+            return 0.0
+        qk = self.linear_num_key_heads * self.linear_key_head_dim
+        v = self.linear_num_value_heads * self.linear_value_head_dim
+        states = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        per_layer = 8 * (2 * qk + v) + 16 * states / LINEAR_CHUNK[self.linear_attention_kind] + 8 * v
+        return float(self.n_linear_attention_layers * per_layer)
+
     def _mixer_params(self) -> int:
-        """Attention weights of every layer: softmax attention on the KV layers, Gated DeltaNet on the others."""
+        """Token-mixer weights of every layer: softmax attention on the KV layers, the linear mixer on the others."""
         return self.n_kv_layers * self.attention_params_per_layer() + (
             self.n_linear_attention_layers * self.linear_attention_params_per_layer())
 
@@ -243,14 +306,15 @@ class ModelSpec(BaseModel):
         return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
 
     def _norm_params(self) -> int:
-        return 2 * self.hidden_size * self.n_layers + self.hidden_size
+        """One RMSNorm per mixer and per FFN (two per layer, or one per block), and the final one."""
+        return self.hidden_size * (self.n_layers + self.ffn_layers + 1)
 
     # ---- counts ----------------------------------------------------------------------------
     def total_params(self) -> float:
         """All weights: what memory holds."""
         n = self.embedding_params() + self._norm_params() + self._mixer_params()
         if not self.is_moe:
-            return float(n + self.n_layers * self._ffn_params(self.ffn_size))
+            return float(n + self.ffn_layers * self._ffn_params(self.ffn_size))
         n += self.n_dense_layers * self._ffn_params(self.ffn_size)
         per_moe = self.n_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
         return float(n + self.n_moe_layers * per_moe)

@@ -17,8 +17,9 @@ scripts/fit_training_efficiency.py: `m_half` (GEMM token rows at half speed) and
 routed experts' grouped GEMM, which sees b·s·k·e/E rows per expert), `attn_ratio` (attention kernels vs wide
 GEMMs), `layer_overhead_us` and
 `moe_layer_overhead_us` (fixed costs per layer and micro-batch), `moe_expert_overhead_us` (the same
-per local expert), `moe_imbalance` (busiest expert rank / mean) and the exposed shares of the TP, EP
-all-to-all and CP ring communication.
+per local expert), `moe_imbalance` (busiest expert rank / mean), the exposed shares of the TP, EP
+all-to-all and CP ring communication, and `linear_scan_bw_share` (the share of HBM bandwidth a hybrid's chunked
+linear-attention scans reach).
 
 Goodput (productive share of wall time over a whole run): restarts after failures cost
 `lost_h_per_failure` hours each, and the cluster fails every `gpu_h_per_failure / n_gpus` hours
@@ -43,7 +44,7 @@ FITTED_NAMES = ("eta_max", "h_half", "tp_exposed", "goodput_base", "lost_h_per_f
 # Physics parameters fitted on the regime rows that inform them (scripts/fit_training_efficiency.py).
 REGIME_FITTED_NAMES = ("m_half", "moe_m_half", "moe_imbalance", "ep_exposed", "attn_ratio", "attn_blackwell",
                        "cp_exposed", "dp_exposed", "layer_overhead_us", "moe_layer_overhead_us", "moe_expert_overhead_us",
-                       "pytorch_fp8_ratio", "pytorch_attn_ratio", "attn_dhalf")
+                       "pytorch_fp8_ratio", "pytorch_attn_ratio", "attn_dhalf", "linear_scan_bw_share")
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,10 @@ class TrainingEfficiency:
     # Llama-3.2-1B) do less math per K / V tile loaded than 128-wide ones (FlashAttention-2 / -3 papers: head dim 64
     # runs 0.7-0.85x the TFLOP/s of 128). Applied relative to 128, so attn_ratio is the 128-wide heads' share.
     attn_dhalf: float = 0.0
+    # Share of the HBM bandwidth a hybrid's chunked-scan kernels (Mamba-2's SSD chain, the chunked delta rule) reach
+    # on the traffic ModelSpec.linear_scan_bytes_per_token counts: short kernels over chunk-sized tiles, far from a
+    # streaming copy's 70%. Fitted on the Mamba-2 hybrid rows; the serving estimate times prefill's scan with it too.
+    linear_scan_bw_share: float = 0.7
     source: str = "defaults"
 
     def eta(self, peak_tflops, mem_bw_tbps, hidden: float, precision: str) -> np.ndarray:

@@ -83,6 +83,14 @@ class ServingEstimate(BaseModel):
 
 
 # ---------------------------------------------------------------- input checks ----------
+def scan_bw_share() -> float:
+    """Share of HBM bandwidth a hybrid's chunked-scan kernels reach: the training fit's, the one measurement of them
+    (perf/efficiency.py, linear_scan_bw_share); prefill runs the same forward kernels."""
+    from gpuplan.perf.efficiency import default_efficiency
+
+    return default_efficiency().linear_scan_bw_share
+
+
 def _check_int(name: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or v is None:
         raise UsageError(f"{name} must be a whole number in {lo}..{hi:,}, got {v!r}")
@@ -259,6 +267,7 @@ class _Replica:
             engine_factor=engine_factor(eff, engine), step_overhead_s=eff.step_overhead_ms * 1e-3,
             moe_alltoall=nvlink_domain(gpu, GPUS_PER_NODE) > GPUS_PER_NODE,
             dispatch_bytes=KV_BYTES.get(wf.compute, ACT_BYTES),
+            scan_bw_s=gpu.mem_bw_bytes_per_s * scan_bw_share() * af if shape.n_linear_layers else 0.0,
         )
 
     def seq_tokens(self, isl: int, osl: int, reserve: str | None = None) -> float:
@@ -567,7 +576,7 @@ def estimate_serving(
         "local_attention": (f"{shape.n_local_layers} of {shape.n_layers} layers attend to the last {shape.local_window} tokens"
                             if shape.local_window and shape.n_local_layers else None),
         "attention_sinks": ("a learned sink logit per head: no KV, negligible FLOPs" if shape.attention_sinks else None),
-        "linear_attention": (f"{shape.n_linear_layers} of {shape.n_layers} layers are Gated DeltaNet: no KV, a "
+        "linear_attention": (f"{shape.n_linear_layers} of {shape.n_layers} layers are {shape.linear_kind}: no KV, a "
                              f"{shape.linear_state_bytes / 1e6:.1f} MB recurrent state per sequence, read and written "
                              "each decode step" if shape.n_linear_layers else None),
         "sparse_attention": (f"DeepSeek sparse attention: MLA reads and scores at most {shape.index_topk:,} tokens per "

@@ -12,6 +12,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from gpuplan.models.spec import LINEAR_KIND_LABELS
 from gpuplan.perf.inference_precision import EMBEDDING_BYTES_PER_PARAM, native_is
 from gpuplan.units import GIB, gpu_memory_bytes  # noqa: F401  (GIB re-exported: mem.GIB)
 
@@ -75,13 +76,16 @@ class ModelShape:
     index_topk: int | None = None
     index_bytes_per_token: float = 0.0
     index_flops_per_ctx: float = 0.0
-    # A Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5): n_linear_layers keep no KV but a recurrent state per sequence
+    # A hybrid (Gated DeltaNet: Qwen3-Next, Qwen3.5; Mamba-2: Nemotron-H): n_linear_layers (linear_kind) keep no KV but a recurrent state per sequence
     # (linear_state_bytes, all of them), which a decode step reads and writes back; their token mixing costs a fixed
     # linear_flops_decode / linear_flops_prefill per token (all of them), whatever the context.
     n_linear_layers: int = 0
     linear_state_bytes: float = 0.0
     linear_flops_decode: float = 0.0
     linear_flops_prefill: float = 0.0
+    linear_kind: str = ""
+    n_ffn_layers: int = 0  # FFNs: one per layer (0 here means n_layers), fewer in a block hybrid (Nemotron-H)
+    linear_scan_bytes: float = 0.0  # the chunked scan's memory traffic per prefill token, all linear layers
 
     def attended_context(self, ctx: float) -> float:
         """Context tokens one query's attention reads and scores: what the cache holds (kv_context), at most the
@@ -98,6 +102,10 @@ class ModelShape:
             f = min(1.0, self.n_local_layers / (self.n_layers - self.n_linear_layers))
             return (1 - f) * ctx + f * min(ctx, self.local_window)
         return ctx
+
+    def __post_init__(self) -> None:
+        if not self.n_ffn_layers:
+            object.__setattr__(self, "n_ffn_layers", self.n_layers)
 
     @property
     def routed_expert_params(self) -> float:
@@ -147,18 +155,20 @@ def model_shape(model) -> ModelShape:
         index_topk=m.index_topk,
         index_bytes_per_token=float(m.index_key_bytes_per_token()),
         index_flops_per_ctx=float(2 * (m.index_n_heads or 0) * (m.index_head_dim or 0) * m.n_layers),
-        **_linear_mixing(m),
+        n_ffn_layers=int(m.ffn_layers), **_linear_mixing(m),
     )
 
 
 def _linear_mixing(m) -> dict:
-    """A Gated DeltaNet hybrid's linear-attention layers: their state and token-mixing cost (ModelSpec)."""
+    """A hybrid's linear-attention layers (Gated DeltaNet, Mamba-2): their state and token-mixing cost (ModelSpec)."""
     n = int(getattr(m, "n_linear_attention_layers", 0) or 0)
     if not n:
         return {}
     return dict(n_linear_layers=n, linear_state_bytes=float(m.linear_state_bytes_per_sequence()),
                 linear_flops_decode=m.linear_attention_flops_per_token(decode=True),
-                linear_flops_prefill=m.linear_attention_flops_per_token())
+                linear_flops_prefill=m.linear_attention_flops_per_token(),
+                linear_kind=LINEAR_KIND_LABELS[m.linear_attention_kind],
+                linear_scan_bytes=m.linear_scan_bytes_per_token())
 
 
 def layer_kernel_ratio(m) -> float:

@@ -16,7 +16,7 @@ through the model. Per GPU it costs:
 * attention (each sequence's KV read vs its score FLOPs; sliding-window and interleaved local
   layers read only their window; MLA prefills decompressed, 2·h·(d_qk + d_v) per context token,
   and decodes in the latent space; DeepSeek sparse attention runs MLA latent over only the top-k
-  tokens its indexer picks, the indexer reading and scoring every cached token; a Gated DeltaNet hybrid's
+  tokens its indexer picks, the indexer reading and scoring every cached token; a linear-attention hybrid's
   linear-attention layers read and write their recurrent state per decode step, at a fixed cost per token)
   and the MoE token traffic (dispatch, combine and the expert
   activations, plus a fitted router/permutation time per token-expert pair), all per token,
@@ -75,6 +75,7 @@ class StepModel:
     moe_alltoall: bool = False  # attention-DP MoE exchange: all-to-all (True) or all-gather + reduce-scatter
     dispatch_bytes: float = ACT_BYTES  # bytes per hidden element of the gathered expert inputs
     index_share: float = 0.0  # sparse attention: the indexer key's share of a token's cached bytes
+    scan_bw_s: float = 0.0  # bandwidth a hybrid's chunked-scan kernels reach in prefill (0: bw_bytes_s)
 
     def experts_touched(self, tokens: np.ndarray) -> np.ndarray:
         """Expected distinct routed experts per MoE layer for `tokens` tokens: E·(1−(1−k/E)^T)."""
@@ -146,10 +147,13 @@ class StepModel:
         attn_flops = (decode * (kv_ctx * s.attn_flops_per_ctx + held * s.index_flops_per_ctx)
                       + prefill * (s.attended_context(prefill_ctx) * (s.attn_flops_per_ctx_prefill or s.attn_flops_per_ctx)
                                    + s.kv_context(prefill_ctx) * s.index_flops_per_ctx)) / g
+        scan = 0.0
         if s.n_linear_layers:  # a hybrid's linear-attention layers: their state read and written back per decode
             kv_read = kv_read + decode * 2.0 * s.linear_state_bytes / g
             attn_flops = attn_flops + (decode * s.linear_flops_decode + prefill * s.linear_flops_prefill) / g
-        attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s)
+            # ... and prefill runs their chunked scan, a chain of short memory-bound kernels.
+            scan = prefill * s.linear_scan_bytes / g / (self.scan_bw_s or self.bw_bytes_s)
+        attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s) + scan
         # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
         pairs = s.n_moe_layers * tokens * s.n_active_experts / g
         moe = (pairs * (4 * s.hidden + 3 * s.expert_ffn) * ACT_BYTES / self.bw_bytes_s
@@ -185,5 +189,5 @@ class StepModel:
             # (and sends) the other g−1 GPUs' share of both, whatever the routing.
             vol = (tokens / g) * (g - 1) * s.hidden * (self.dispatch_bytes + ACT_BYTES)
             return s.n_moe_layers * (2 * lat + vol / self.link_bytes_s)
-        # Megatron TP: all-reduce after attention and after the FFN.
-        return 2 * s.n_layers * self.allreduce_s(tokens * s.hidden * ACT_BYTES)
+        # Megatron TP: all-reduce after each token mixer and each FFN (two per layer; one per block in a block hybrid).
+        return (s.n_layers + s.n_ffn_layers) * self.allreduce_s(tokens * s.hidden * ACT_BYTES)

@@ -42,10 +42,11 @@ class ModelShape:
     local_attention_window: int | None = None  # interleaved local layers (Gemma 3, Llama 4 chunks, gpt-oss)
     n_local_attention_layers: int = 0
     shared_experts: bool = False  # MoE layers also run a dense shared expert (tensor-parallel like the attention)
-    # A Gated DeltaNet hybrid's linear-attention layers: no softmax attention over the context, a fixed
-    # token-mixing cost per token instead (the chunked delta rule, forward, all of them).
+    # A hybrid's linear-attention layers (Gated DeltaNet, Mamba-2): no softmax attention over the context, a fixed
+    # token-mixing cost per token instead (the chunked scan, forward, all of them).
     n_linear_layers: int = 0
     linear_flops_per_token: float = 0.0
+    linear_scan_bytes: float = 0.0  # the chunked scans' memory traffic per token, forward, all linear layers
 
     @property
     def n_kv_layers(self) -> int:
@@ -95,9 +96,10 @@ def model_shape(m: ModelSpec) -> ModelShape:
             m.n_active_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))) / L
     else:
         expert_total = 0.0
-        ffn_act = float(m.ffn_size)
-        ffn_adapter = L * n_ffn_mats * (h + m.ffn_size)
-        ffn_io_active = n_ffn_mats * (h + m.ffn_size)
+        F = m.ffn_layers  # one per layer, or fewer FFN blocks than mixers (Nemotron-H): averaged over the layers
+        ffn_act = float(m.ffn_size) * F / L
+        ffn_adapter = F * n_ffn_mats * (h + m.ffn_size)
+        ffn_io_active = n_ffn_mats * (h + m.ffn_size) * F / L
     layer_nonexpert = (total - expert_total - embed_in - embed_out) / L
     if m.attention == "mla":
         # Adapters on the q/kv down- and up-projections and the output: approximate by the dense widths.
@@ -122,4 +124,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         shared_experts=bool(m.is_moe and shared),
         n_linear_layers=int(m.n_linear_attention_layers),
         linear_flops_per_token=m.linear_attention_flops_per_token(),
+        linear_scan_bytes=m.linear_scan_bytes_per_token(),
     )

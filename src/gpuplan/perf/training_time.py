@@ -15,7 +15,8 @@ step = compute + pipeline bubble + exposed TP / EP / CP / PP communication
   plus fixed costs per layer (and per MoE layer, none on NVL72 racks, and per local expert) and
   micro-batch (none of them for a MoE model on a graph-captured fused stack, `fused_moe`, on Blackwell),
   memory-bound extras (LoRA adapters, QLoRA dequantisation per micro-batch, FP8 casts, MoE permutation and
-  router), and a distillation teacher's forward pass;
+  router; a hybrid's chunked linear-attention scans at `linear_scan_bw_share` of the HBM bandwidth), and a
+  distillation teacher's forward pass;
 - bubble (Narayanan 2021): (p-1)/v micro-batch times (p-1 times the fullest chunk's share when v does not
   divide a stage's layers);
 - TP (Megatron, formulas.md §3): per layer and micro-batch 4 collectives (6 with full
@@ -324,6 +325,12 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         moe_layers_stage = lps * shape.n_moe_layers / L
         perm_bytes = (MOE_PERMUTE_BYTES_PER_DIM * shape.top_k * h + MOE_ROUTER_BYTES_PER_EXPERT * shape.n_experts)
         t_mb = t_mb + perm_bytes * moe_layers_stage * tokens_mb / c / hbm
+    if shape.linear_scan_bytes:
+        # A hybrid's linear-attention layers run their chunked scan as a chain of memory-bound kernels: forward, the
+        # backward at about twice its traffic, and full recompute's rerun of the forward.
+        passes = np.where(rc == 2, 4.0, 3.0)
+        scan_bw = feats.mem_bw_tbps * 1e12 * eff.linear_scan_bw_share
+        t_mb = t_mb + passes * shape.linear_scan_bytes * (lps / L) * tokens_mb / (t * c) / scan_bw
     if wl.teacher_forward_flops_per_token:
         # Distillation: the teacher's forward pass over the same micro-batch, sharded like the student.
         t_mb = t_mb + wl.teacher_forward_flops_per_token * tokens_mb / (t * c * p) / rate

@@ -523,7 +523,8 @@ PARAM_BOUNDS = {"eta_max": (0.3, 0.95), "h_half": (0.0, 6000.0), "tp_exposed": (
                 "lowp_fp8": (0.4, 1.0),
                 "ep_exposed": (0.1, 1.0), "cp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "moe_imbalance": (1.0, 1.6),
                 "moe_layer_overhead_us": (0.0, 10000.0), "moe_expert_overhead_us": (0.0, 1000.0),
-                "pytorch_fp8_ratio": (0.4, 1.0), "pytorch_attn_ratio": (0.3, 1.0), "attn_dhalf": (0.0, 256.0)}
+                "pytorch_fp8_ratio": (0.4, 1.0), "pytorch_attn_ratio": (0.3, 1.0), "attn_dhalf": (0.0, 256.0),
+                "linear_scan_bw_share": (0.05, 1.0)}
 MAX_STEPS = 10.0  # a fold's refit moves each parameter at most this many finite-difference steps
 
 
