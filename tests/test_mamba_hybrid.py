@@ -138,6 +138,24 @@ def test_training_charges_the_chunked_scan_traffic():
     assert model_shape(get_preset("qwen3-30b-a3b")).linear_scan_bytes == 0.0
 
 
+def test_tensor_parallel_collectives_one_per_block():
+    """Megatron all-reduces after every token mixer and every FFN: 29 + 23 blocks, not two per each of 29 layers."""
+    from dataclasses import replace
+
+    eff = default_efficiency()
+    m = get_preset("nemotron-3-nano-30b-a3b")
+    wl = pretraining(1e12, seq_len=8192, global_batch=256, precision="bf16")
+    feats = _select(gpu_features([get_gpu("H100")], wl.precision, 8, eff), 0)
+
+    def tp(shape):
+        out = step_time_s(shape, wl, feats, eff, 2, 1, 8, 1, 8, 1, 1, 1, 1, 256, 8, 50e9)
+        return float(np.asarray(out["tp"]))
+
+    shape = model_shape(m)
+    assert shape.n_ffn_layers == 23
+    assert tp(shape) == pytest.approx(tp(replace(shape, n_ffn_layers=0)) * (29 + 23) / (2 * 29), rel=1e-9)
+
+
 def test_serving_a_block_hybrid():
     from gpuplan.perf import inference_memory as mem
     from gpuplan.perf.inference_estimate import estimate_serving
@@ -245,3 +263,21 @@ def test_serving_prefill_runs_the_scan_at_the_fitted_share():
     prefill = float(steps.step_time_s(0.0, 8192.0, 0.0, 4096.0) - no_scan.step_time_s(0.0, 8192.0, 0.0, 4096.0))
     assert prefill == pytest.approx(8192 * shape.linear_scan_bytes / steps.scan_bw_s / steps.engine_factor, rel=1e-9)
     assert float(steps.step_time_s(64.0, 0.0, 2000.0, 0.0)) == float(no_scan.step_time_s(64.0, 0.0, 2000.0, 0.0))
+
+
+def test_serving_all_reduces_one_per_block():
+    import numpy as np
+
+    from gpuplan.perf import inference_memory as mem
+    from gpuplan.perf.engines import fitted_efficiency, resolve_engine
+    from gpuplan.perf.inference_estimate import _Replica
+    from gpuplan.perf.inference_precision import weight_format
+
+    shape = mem.model_shape(get_preset("nemotron-3-nano-30b-a3b"))
+    assert (shape.n_layers, shape.n_ffn_layers) == (29, 23)
+    assert mem.model_shape(get_preset("llama-3.1-8b")).n_ffn_layers == 32  # one FFN per layer elsewhere
+    rep = _Replica(shape, get_gpu("H100"), 2, weight_format("bf16"), "bf16", resolve_engine("vllm"),
+                   fitted_efficiency(), 0.9, 2048, False, 1)
+    tokens = np.array([64.0])
+    one = rep.steps.allreduce_s(tokens * shape.hidden * 2.0)
+    assert rep.steps._comm_s(tokens) == pytest.approx((29 + 23) * one, rel=1e-12)

@@ -47,6 +47,7 @@ class ModelShape:
     n_linear_layers: int = 0
     linear_flops_per_token: float = 0.0
     linear_scan_bytes: float = 0.0  # the chunked scans' memory traffic per token, forward, all linear layers
+    n_ffn_layers: int = 0  # FFN blocks where they are blocks of their own (Nemotron-H); 0: one per layer
 
     @property
     def n_kv_layers(self) -> int:
@@ -125,4 +126,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         n_linear_layers=int(m.n_linear_attention_layers),
         linear_flops_per_token=m.linear_attention_flops_per_token(),
         linear_scan_bytes=m.linear_scan_bytes_per_token(),
+        n_ffn_layers=int(m.n_ffn_layers or 0),
     )

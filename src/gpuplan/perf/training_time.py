@@ -346,7 +346,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     # Tensor parallel: ranks adjacent.
     act_bytes = tokens_mb / c * h * 2.0
     bw_tp, lat_tp = link(t, 1.0)
-    n_coll = np.where(rc == 2, 6.0, 4.0) * lps
+    # two per mixer and two per FFN (one of each per layer; a block hybrid has fewer FFNs than mixers)
+    n_coll = np.where(rc == 2, 6.0, 4.0) * lps * (L + (shape.n_ffn_layers or L)) / (2 * L)
     if shape.is_moe and not shape.shared_experts:
         # Folded experts need no tensor-parallel gather / scatter around the MoE block: the sequence-parallel tokens
         # go straight to the all-to-all. A shared expert is tensor-parallel and still pays it.
