@@ -82,7 +82,7 @@ def test_block_hybrid_spellings_round_trip_and_preset_agree():
     (dict(hybrid_override_pattern=PATTERN[:-1] + "X"), "'X'"),
     (dict(hybrid_override_pattern=PATTERN + "M"), "53 blocks"),
     (dict(hybrid_override_pattern="ME" * 26), "attention"),  # no attention block: a pure state-space model
-    (dict(moe_latent_size=1024), "LatentMoE"),  # Nemotron 3 Super's latent experts
+    (dict(moe_latent_size=0), "moe_latent_size"),
     (dict(mamba_num_heads=0), "mamba_num_heads"),
     (dict(ssm_state_size="big"), "ssm_state_size"),
     (dict(n_routed_experts=None), "n_routed_experts"),
@@ -191,17 +191,27 @@ def test_models_show_and_plan_export(cli, tmp_path):
 
 def test_the_nemotron_rows_are_predicted_within_their_band():
     """Megatron-Bridge's Nemotron 3 Nano rows (13 from its tables, NeMo 26.02-26.08, GB300 / GB200 / B300 / H100, and
-    one from a verification card): the shipped parameters predict every step time within 10%; with the scan at a
-    streaming copy's 70% of the bandwidth (the unfitted default) every one is 5-20% optimistic."""
+    one from a verification card): the shipped parameters predict every step time within 12%; with the scan at a
+    streaming copy's 70% of the bandwidth (the unfitted default) every one is optimistic. Nemotron 3 Super's MXFP8
+    rows (9) are within 35% (GB200 at TP2 25-30% optimistic, B300 at EP8 up to 25% pessimistic: stack details the
+    estimate does not see); its NVFP4 rows (9) are kept for the record, the recipe's per-layer precision mix unmodelled."""
     from gpuplan.perf.training_validation import load_rows, predict, prepare_row
 
-    rows = [r for r in load_rows() if r["model_ref"] == "nemotron-3-nano-30b-a3b" and r["use"] == "1"]
-    assert len(rows) == 14 and len({r['source_id'] for r in rows}) == 5
+    rows = load_rows()
+    nano = [r for r in rows if r["model_ref"] == "nemotron-3-nano-30b-a3b" and r["use"] == "1"]
+    assert len(nano) == 14 and len({r["source_id"] for r in nano}) == 5
     copy_speed = default_efficiency().with_params(linear_scan_bw_share=0.7)
-    for r in rows:
+    for r in nano:
         prep = prepare_row(r)
-        assert abs(predict(prep, default_efficiency())[0] / prep.measured - 1.0) < 0.10, r["name"]
-        assert -0.20 < predict(prep, copy_speed)[0] / prep.measured - 1.0 < -0.05, r["name"]
+        assert abs(predict(prep, default_efficiency())[0] / prep.measured - 1.0) < 0.12, r["name"]
+        assert predict(prep, copy_speed)[0] / prep.measured - 1.0 < -0.02, r["name"]
+    super_ = [r for r in rows if r["model_ref"] == "nemotron-3-super-120b-a12b"]
+    used = [r for r in super_ if r["use"] == "1"]
+    assert len(used) == 9 and all(r["precision"] == "fp8" for r in used)
+    assert all(r["precision"] == "fp4" and "mixed" in r["skip_reason"] for r in super_ if r["use"] != "1")
+    for r in used:
+        prep = prepare_row(r)
+        assert abs(predict(prep, default_efficiency())[0] / prep.measured - 1.0) < 0.35, r["name"]
 
 
 # A GraniteMoeHybrid config as transformers' model documentation prints it: Mamba-2 or attention in every layer, each
@@ -281,3 +291,67 @@ def test_serving_all_reduces_one_per_block():
     tokens = np.array([64.0])
     one = rep.steps.allreduce_s(tokens * shape.hidden * 2.0)
     assert rep.steps._comm_s(tokens) == pytest.approx((29 + 23) * one, rel=1e-12)
+
+
+def test_latent_moe_nemotron_3_super():
+    """LatentMoE (Nemotron 3 Super): each MoE block projects its tokens from the hidden size down to 1024 before the
+    dispatch and back after the combine (no bias); the 512 routed experts run at 1024, the router and the shared
+    expert at the hidden size. "120B total, 12B active"."""
+    m = get_preset("nemotron-3-super-120b-a12b")
+    assert (m.n_layers, m.n_linear_attention_layers, m.ffn_layers, m.n_moe_layers) == (48, 40, 40, 40)
+    h, w = 4096, 1024
+    assert m.moe_width == w and m.expert_params() == 2 * w * 2688
+    per_moe = 512 * 2 * w * 2688 + 2 * h * 5376 + h * 512 + 2 * h * w
+    assert m.total_params() == (m.embedding_params() + 40 * m.linear_attention_params_per_layer()
+                                + 8 * m.attention_params_per_layer() + 40 * per_moe + h * (88 + 1))
+    assert m.total_params() / 1e9 == pytest.approx(120, rel=0.01)
+    assert m.non_embedding_active_params() / 1e9 == pytest.approx(12, rel=0.05)
+    cfg = spec_to_config(m)
+    assert cfg["moe_latent_size"] == 1024 and "intermediate_size" in cfg
+    shape_only = {"source", "published_params", "published_active_params"}
+    again = model_from_config(cfg, name=m.name)
+    assert again.model_dump(exclude=shape_only) == m.model_dump(exclude=shape_only)
+    # a config without intermediate_size (its blocks are all MoE) reads the same
+    cfg.pop("intermediate_size")
+    assert model_from_config(cfg, name=m.name).total_params() == m.total_params()
+    with pytest.raises(ValueError, match="routed experts"):
+        from gpuplan.models.spec import ModelSpec
+
+        ModelSpec(**dict(get_preset("llama-3.1-8b").model_dump(), moe_latent_size=1024))
+
+
+def test_latent_moe_dispatches_at_the_latent_width():
+    """Training: the expert-parallel all-to-all moves tokens at the latent width, linear in it; serving: the
+    attention-DP exchange and the experts' token traffic too."""
+    from dataclasses import replace
+
+    eff = default_efficiency()
+    m = get_preset("nemotron-3-super-120b-a12b")
+    wl = pretraining(1e12, seq_len=8192, global_batch=512, precision="fp8")
+    feats = _select(gpu_features([get_gpu("B200")], wl.precision, 8, eff), 0)
+    shape = model_shape(m)
+    assert shape.moe_width == 1024
+
+    def ep(width):
+        out = step_time_s(replace(shape, moe_width=width), wl, feats, eff, 1, 1, 64, 1, 64, 1, 0, 1, 1, 512, 8, 50e9)
+        return float(np.asarray(out["ep"]))
+
+    assert ep(1024) < ep(4096)
+    assert ep(2048) - ep(1024) == pytest.approx((ep(4096) - ep(2048)) / 2, rel=1e-9)
+    assert ep(0) == pytest.approx(ep(4096), rel=1e-12)  # 0: the hidden size
+
+    from gpuplan.perf import inference_memory as mem
+    from gpuplan.perf.engines import fitted_efficiency, resolve_engine
+    from gpuplan.perf.inference_estimate import _Replica
+    from gpuplan.perf.inference_precision import weight_format
+
+    s = mem.model_shape(m)
+    assert s.moe_width == 1024 and mem.model_shape(get_preset("qwen3-30b-a3b")).moe_width == 2048
+    rep = _Replica(s, get_gpu("H200"), 8, weight_format("fp8"), "fp8", resolve_engine("vllm"), fitted_efficiency(),
+                   0.9, 2048, True, 8)
+    wide = replace(rep.steps, shape=replace(s, moe_width=4096))
+    tokens = np.array([4096.0])
+    lat = rep.steps.allreduce_latency_s
+    narrow_comm = float(rep.steps._comm_s(tokens)[0]) - s.n_moe_layers * 2 * lat
+    wide_comm = float(wide._comm_s(tokens)[0]) - s.n_moe_layers * 2 * lat
+    assert narrow_comm == pytest.approx(wide_comm / 4, rel=1e-9)

@@ -282,6 +282,8 @@ def model_from_config(path_or_dict: Any, name: str | None = None) -> ModelSpec:
         ffn = 4 * hidden  # GPT-2 style: n_inner null means 4 * n_embd
         if model_type == "mpt" and isinstance(cfg.get("expansion_ratio"), (int, float)):
             ffn = r.as_int("expansion_ratio", cfg["expansion_ratio"] * hidden, "ffn_size")
+    elif ffn_field is None and blocks and "-" not in blocks["block_pattern"]:  # MoE blocks only: no dense width
+        ffn = r.int_field("moe_intermediate_size", "ffn_size", required=True)
     else:
         ffn = r.int_field(_FFN, "ffn_size", required=True)
 
@@ -390,9 +392,6 @@ def _mamba_blocks(r: _Reader, n_blocks: int) -> dict[str, Any]:
                             "E (MoE)")
     if len(pattern) != n_blocks:
         raise r.fail(field, f"lists {len(pattern)} blocks where num_hidden_layers is {n_blocks}")
-    if r.cfg.get("moe_latent_size") is not None:
-        raise r.fail("moe_latent_size", "(LatentMoE: experts in a projected latent width) is not modelled; give the "
-                                        "size instead (--params)")
     n_mamba, n_attn = pattern.count("M"), pattern.count("*")
     n_ffn = pattern.count("-") + pattern.count("E")
     if not n_mamba or not n_attn or not n_ffn:
@@ -479,6 +478,9 @@ def _moe_fields(r: _Reader, model_type: str, n_layers: int, ffn: int) -> dict[st
     expert_ffn = r.int_field(("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size"),
                              "expert_ffn_size", default=ffn)
     out: dict[str, Any] = dict(n_experts=n_experts, n_active_experts=top_k, expert_ffn_size=expert_ffn)
+    latent = r.int_field("moe_latent_size", "hidden_size")  # LatentMoE (Nemotron 3 Super)
+    if latent:
+        out["moe_latent_size"] = latent
     shared_size = r.int_field(("shared_expert_intermediate_size", "shared_intermediate_size",
                                "moe_shared_expert_intermediate_size"), "shared_expert_ffn_size",
                               allow_zero=True)
@@ -644,6 +646,8 @@ def _write_experts(cfg: dict[str, Any], spec: ModelSpec, experts_key: str, share
     shared width."""
     cfg.update({experts_key: spec.n_experts, "num_experts_per_tok": spec.n_active_experts,
                 "moe_intermediate_size": spec.expert_ffn_size or spec.ffn_size})
+    if spec.moe_latent_size:
+        cfg["moe_latent_size"] = spec.moe_latent_size
     if spec.n_shared_experts:
         cfg["n_shared_experts"] = spec.n_shared_experts
         if spec.shared_expert_ffn_size:

@@ -87,6 +87,9 @@ class ModelSpec(BaseModel):
     n_shared_experts: int = Field(default=0, ge=0)
     expert_ffn_size: int | None = Field(default=None, gt=0)
     shared_expert_ffn_size: int | None = Field(default=None, gt=0)
+    # LatentMoE (Nemotron 3 Super): each MoE block projects its tokens down to this width before the dispatch and back
+    # up after the combine; the routed experts run at it (the router and the shared experts at the hidden size).
+    moe_latent_size: int | None = Field(default=None, gt=0)
     n_dense_layers: int = Field(default=0, ge=0, description="layers with a dense FFN (MoE models): leading ones, "
                                 "or interleaved ones when moe_layer_step > 1")
     # MoE FFN on every Nth layer (Llama-4 Maverick: 2, layers 1, 3, 5, ...); 1: every layer after the leading
@@ -113,6 +116,8 @@ class ModelSpec(BaseModel):
             if self.moe_layer_step > 1 and self.n_dense_layers != F - F // self.moe_layer_step:
                 raise ValueError(f"moe_layer_step {self.moe_layer_step} over {F} layers leaves "
                                  f"{F - F // self.moe_layer_step} dense layers, not n_dense_layers {self.n_dense_layers}")
+        if self.moe_latent_size and not self.n_experts:
+            raise ValueError("moe_latent_size needs routed experts")
         if self.n_local_attention_layers > self.n_layers:
             raise ValueError("n_local_attention_layers exceeds n_layers")
         if bool(self.n_local_attention_layers) != bool(self.local_attention_window):
@@ -272,8 +277,18 @@ class ModelSpec(BaseModel):
         return self.n_kv_layers * self.attention_params_per_layer() + (
             self.n_linear_attention_layers * self.linear_attention_params_per_layer())
 
-    def _ffn_params(self, ffn_size: int) -> int:
-        return (3 if self.gated_ffn else 2) * self.hidden_size * ffn_size
+    def _ffn_params(self, ffn_size: int, width: int | None = None) -> int:
+        return (3 if self.gated_ffn else 2) * (width or self.hidden_size) * ffn_size
+
+    @property
+    def moe_width(self) -> int:
+        """Width of the tokens the routed experts see and the dispatch moves: the latent size (LatentMoE) or the
+        hidden size."""
+        return self.moe_latent_size or self.hidden_size
+
+    def _latent_projection_params(self) -> int:
+        """LatentMoE's down- and up-projections around the dispatch, per MoE layer (no bias)."""
+        return 2 * self.hidden_size * self.moe_latent_size if self.moe_latent_size else 0
 
     def attention_params_per_layer(self) -> int:
         h, a = self.hidden_size, self.n_heads
@@ -293,8 +308,8 @@ class ModelSpec(BaseModel):
         return h * (q_out + gate + kv_out) + q_out * h + bias + (a if self.attention_sinks else 0)
 
     def expert_params(self) -> int:
-        """One routed expert's FFN."""
-        return self._ffn_params(self.expert_ffn_size or self.ffn_size)
+        """One routed expert's FFN (at the latent width under LatentMoE)."""
+        return self._ffn_params(self.expert_ffn_size or self.ffn_size, self.moe_width)
 
     def _shared_expert_params(self) -> int:
         if not self.n_shared_experts:
@@ -316,7 +331,8 @@ class ModelSpec(BaseModel):
         if not self.is_moe:
             return float(n + self.ffn_layers * self._ffn_params(self.ffn_size))
         n += self.n_dense_layers * self._ffn_params(self.ffn_size)
-        per_moe = self.n_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
+        per_moe = (self.n_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
+                   + self._latent_projection_params())
         return float(n + self.n_moe_layers * per_moe)
 
     def active_params(self) -> float:
@@ -325,7 +341,8 @@ class ModelSpec(BaseModel):
             return self.total_params()
         n = self.embedding_params() + self._norm_params() + self._mixer_params()
         n += self.n_dense_layers * self._ffn_params(self.ffn_size)
-        per_moe = self.n_active_experts * self.expert_params() + self._shared_expert_params() + self.hidden_size * self.n_experts
+        per_moe = (self.n_active_experts * self.expert_params() + self._shared_expert_params()
+                   + self.hidden_size * self.n_experts + self._latent_projection_params())
         return float(n + self.n_moe_layers * per_moe)
 
     def non_embedding_active_params(self) -> float:

@@ -85,6 +85,7 @@ class ModelShape:
     linear_flops_prefill: float = 0.0
     linear_kind: str = ""
     n_ffn_layers: int = 0  # FFNs: one per layer (0 here means n_layers), fewer in a block hybrid (Nemotron-H)
+    moe_width: int = 0  # width of the tokens dispatched to the routed experts (LatentMoE: the latent size; 0: hidden)
     linear_scan_bytes: float = 0.0  # the chunked scan's memory traffic per prefill token, all linear layers
 
     def attended_context(self, ctx: float) -> float:
@@ -106,6 +107,8 @@ class ModelShape:
     def __post_init__(self) -> None:
         if not self.n_ffn_layers:
             object.__setattr__(self, "n_ffn_layers", self.n_layers)
+        if not self.moe_width:
+            object.__setattr__(self, "moe_width", self.hidden)
 
     @property
     def routed_expert_params(self) -> float:
@@ -155,7 +158,7 @@ def model_shape(model) -> ModelShape:
         index_topk=m.index_topk,
         index_bytes_per_token=float(m.index_key_bytes_per_token()),
         index_flops_per_ctx=float(2 * (m.index_n_heads or 0) * (m.index_head_dim or 0) * m.n_layers),
-        n_ffn_layers=int(m.ffn_layers), **_linear_mixing(m),
+        n_ffn_layers=int(m.ffn_layers), moe_width=int(m.moe_width), **_linear_mixing(m),
     )
 
 

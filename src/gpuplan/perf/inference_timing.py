@@ -156,7 +156,7 @@ class StepModel:
         attn = np.maximum(kv_read / self.bw_bytes_s, attn_flops / self.attn_flops_s) + scan
         # MoE token traffic: dispatch + combine (read and write) and the experts' gate/up/act tensors.
         pairs = s.n_moe_layers * tokens * s.n_active_experts / g
-        moe = (pairs * (4 * s.hidden + 3 * s.expert_ffn) * ACT_BYTES / self.bw_bytes_s
+        moe = (pairs * (4 * s.moe_width + 3 * s.expert_ffn) * ACT_BYTES / self.bw_bytes_s
                + pairs * self.moe_pair_overhead_s) if s.n_experts else 0.0
         comm = self._comm_s(tokens)
         return (gemm + (attn + moe) / self.engine_factor + comm + self.step_overhead_s
@@ -183,11 +183,11 @@ class StepModel:
             if self.moe_alltoall:
                 # Expert parallel all-to-all: dispatch + combine per MoE layer, each GPU's own tokens only, each
                 # sent once to every other GPU that holds one of its experts.
-                vol = (tokens / g) * self.remote_gpus_per_token() * s.hidden * ACT_BYTES
+                vol = (tokens / g) * self.remote_gpus_per_token() * s.moe_width * ACT_BYTES
                 return s.n_moe_layers * 2 * (lat + vol / self.link_bytes_s)
             # All-gather every GPU's tokens, then reduce-scatter the experts' 16-bit outputs: each GPU receives
             # (and sends) the other g−1 GPUs' share of both, whatever the routing.
-            vol = (tokens / g) * (g - 1) * s.hidden * (self.dispatch_bytes + ACT_BYTES)
+            vol = (tokens / g) * (g - 1) * s.moe_width * (self.dispatch_bytes + ACT_BYTES)
             return s.n_moe_layers * (2 * lat + vol / self.link_bytes_s)
         # Megatron TP: all-reduce after each token mixer and each FFN (two per layer; one per block in a block hybrid).
         return (s.n_layers + s.n_ffn_layers) * self.allreduce_s(tokens * s.hidden * ACT_BYTES)

@@ -48,6 +48,7 @@ class ModelShape:
     linear_flops_per_token: float = 0.0
     linear_scan_bytes: float = 0.0  # the chunked scans' memory traffic per token, forward, all linear layers
     n_ffn_layers: int = 0  # FFN blocks where they are blocks of their own (Nemotron-H); 0: one per layer
+    moe_width: int = 0  # width of the tokens dispatched to the routed experts (LatentMoE: the latent size); 0: hidden
 
     @property
     def n_kv_layers(self) -> int:
@@ -91,10 +92,11 @@ def model_shape(m: ModelSpec) -> ModelShape:
         shared = (m.shared_expert_ffn_size or fe * m.n_shared_experts) if m.n_shared_experts else 0
         moe_ffn = m.n_active_experts * fe + shared
         ffn_act = (m.n_dense_layers * m.ffn_size + m.n_moe_layers * moe_ffn) / L
+        w = m.moe_width  # the routed experts' token width (LatentMoE: the latent size)
         ffn_adapter = m.n_dense_layers * n_ffn_mats * (h + m.ffn_size) + m.n_moe_layers * (
-            m.n_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))
+            m.n_experts * n_ffn_mats * (w + fe) + (n_ffn_mats * (h + shared) if shared else 0))
         ffn_io_active = (m.n_dense_layers * n_ffn_mats * (h + m.ffn_size) + m.n_moe_layers * (
-            m.n_active_experts * n_ffn_mats * (h + fe) + (n_ffn_mats * (h + shared) if shared else 0))) / L
+            m.n_active_experts * n_ffn_mats * (w + fe) + (n_ffn_mats * (h + shared) if shared else 0))) / L
     else:
         expert_total = 0.0
         F = m.ffn_layers  # one per layer, or fewer FFN blocks than mixers (Nemotron-H): averaged over the layers
@@ -127,4 +129,5 @@ def model_shape(m: ModelSpec) -> ModelShape:
         linear_flops_per_token=m.linear_attention_flops_per_token(),
         linear_scan_bytes=m.linear_scan_bytes_per_token(),
         n_ffn_layers=int(m.n_ffn_layers or 0),
+        moe_width=int(m.moe_latent_size or 0),
     )

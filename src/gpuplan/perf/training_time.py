@@ -323,7 +323,8 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
         # Router softmax/top-k and the token permutation / unpermutation around the experts: memory-
         # bound copies of k x h activations per token and MoE layer, forward and backward.
         moe_layers_stage = lps * shape.n_moe_layers / L
-        perm_bytes = (MOE_PERMUTE_BYTES_PER_DIM * shape.top_k * h + MOE_ROUTER_BYTES_PER_EXPERT * shape.n_experts)
+        perm_bytes = (MOE_PERMUTE_BYTES_PER_DIM * shape.top_k * (shape.moe_width or h)
+                      + MOE_ROUTER_BYTES_PER_EXPERT * shape.n_experts)
         t_mb = t_mb + perm_bytes * moe_layers_stage * tokens_mb / c / hbm
     if shape.linear_scan_bytes:
         # A hybrid's linear-attention layers run their chunked scan as a chain of memory-bound kernels: forward, the
@@ -384,7 +385,9 @@ def step_time_s(shape: ModelShape, wl: TrainingWorkload, feats: GpuFeatures, eff
     nvl = np.where(e_local * ep_stride <= feats.scaleup_domain,
                    np.minimum(feats.scaleup_bytes_s, peer * np.maximum(e_local - 1.0, 1.0)), feats.pcie_bytes_s)
     # With sequence parallelism each TP rank holds and dispatches 1/t of the micro-batch's tokens.
-    a2a = _a2a_one_way_s(act_bytes / t, shape.top_k, e, e_local, nvl, inter, wl.moe_dispatcher == "flex")
+    # LatentMoE dispatches its tokens at the latent width
+    a2a = _a2a_one_way_s(act_bytes / t * (shape.moe_width or h) / h, shape.top_k, e, e_local, nvl, inter,
+                         wl.moe_dispatcher == "flex")
     ep_one = 2.0 * a2a + 2 * np.where(e > e_local, lat_out, lat_in)
     # With the all-to-all overlapped with another micro-batch's (or chunk's) compute (wl.ep_overlap: Megatron's combined
     # 1F1B schedule, DeepSeek's DualPipe) it hides behind at most one micro-batch's compute, and `ep_exposed` of it
