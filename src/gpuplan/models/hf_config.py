@@ -48,7 +48,8 @@ _UNTIED_DEFAULT_TYPES = {
     "kimi_k2", "gpt_neox", "phi3", "gpt_oss", "falcon", "nemotron", "olmo", "olmo2", "internlm2", "cohere",
     "llama4_text", "glm4_moe", "minimax_m2", "phimoe", "nemotron_h",
 }
-# Layers that are not softmax attention (state-space, linear or lightning attention): the spec cannot hold them.
+# Families with layers that are not softmax attention (state-space, linear or lightning attention): refused unless
+# read as a Gated DeltaNet or Mamba-2 hybrid below (_linear_attention, _mamba_blocks, _mamba_layers).
 _HYBRID_TYPES = {"jamba", "zamba", "zamba2", "falcon_h1", "nemotron_h", "phi4flash", "lfm2", "qwen3_next", "mamba",
                  "mamba2", "recurrent_gemma", "bamba", "minimax", "minimax_m1"}
 _NON_ATTENTION_LAYER_WORDS = ("mamba", "linear", "ssm", "conv", "recurrent", "lightning", "deltanet")
@@ -447,8 +448,9 @@ def _block_moe(r: _Reader, blocks: dict[str, Any], ffn: int) -> dict[str, Any]:
 
 
 def _refuse_hybrid(r: _Reader, model_type: str, n_layers: int) -> None:
-    """State-space / linear-attention hybrids other than Gated DeltaNet ones (Granite-4.0-H, MiniMax-M1, Jamba; a
-    Qwen3-Next config without its linear_* fields) are refused, not miscounted."""
+    """State-space / linear-attention hybrids other than Gated DeltaNet and Mamba-2 ones (MiniMax-M1's lightning
+    attention, Jamba, Falcon-H1; a Qwen3-Next, Granite-4.0-H or Nemotron-H config without its linear_* / mamba_* fields
+    or block list) are refused, not miscounted."""
     kinds = r.cfg.get("layer_types") or r.cfg.get("layers_block_type")
     odd = [k for k in kinds if isinstance(k, str) and any(w in k.lower() for w in _NON_ATTENTION_LAYER_WORDS)] \
         if isinstance(kinds, list) else []

@@ -76,9 +76,10 @@ class ModelShape:
     index_topk: int | None = None
     index_bytes_per_token: float = 0.0
     index_flops_per_ctx: float = 0.0
-    # A hybrid (Gated DeltaNet: Qwen3-Next, Qwen3.5; Mamba-2: Nemotron-H): n_linear_layers (linear_kind) keep no KV but a recurrent state per sequence
-    # (linear_state_bytes, all of them), which a decode step reads and writes back; their token mixing costs a fixed
-    # linear_flops_decode / linear_flops_prefill per token (all of them), whatever the context.
+    # A hybrid (Gated DeltaNet: Qwen3-Next, Qwen3.5; Mamba-2: Nemotron-H): n_linear_layers (linear_kind) keep no KV
+    # but a recurrent state per sequence (linear_state_bytes, all of them), which a decode step reads and writes back;
+    # their token mixing costs a fixed linear_flops_decode / linear_flops_prefill per token (all of them), whatever
+    # the context, and prefill runs their chunked scan (linear_scan_bytes of memory traffic per token).
     n_linear_layers: int = 0
     linear_state_bytes: float = 0.0
     linear_flops_decode: float = 0.0
@@ -86,7 +87,7 @@ class ModelShape:
     linear_kind: str = ""
     n_ffn_layers: int = 0  # FFNs: one per layer (0 here means n_layers), fewer in a block hybrid (Nemotron-H)
     moe_width: int = 0  # width of the tokens dispatched to the routed experts (LatentMoE: the latent size; 0: hidden)
-    linear_scan_bytes: float = 0.0  # the chunked scan's memory traffic per prefill token, all linear layers
+    linear_scan_bytes: float = 0.0
 
     def attended_context(self, ctx: float) -> float:
         """Context tokens one query's attention reads and scores: what the cache holds (kv_context), at most the
