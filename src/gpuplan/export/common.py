@@ -697,10 +697,16 @@ def _gradient_dtype_args(ctx: Context, prec: str) -> list[str]:
 
 
 def megatron_model_args(ctx: Context) -> list[str] | None:
-    """Megatron-LM architecture flags for the plan's model, or None when its shape is unknown."""
+    """Megatron-LM architecture flags for the plan's model, or None when its shape is unknown. A linear-attention
+    hybrid is refused: pretrain_gpt.py builds softmax attention in every layer."""
     m = model_spec(ctx)
     if m is None:
         return None
+    if m.n_linear_attention_layers:
+        kind = LINEAR_KIND_LABELS[m.linear_attention_kind]
+        raise UsageError(f"the plan's model {m.name!r} is a {kind} hybrid and the template launches Megatron-LM's "
+                         "pretrain_gpt.py, which builds softmax attention in every layer: pass --script (your hybrid "
+                         "entry point, e.g. Megatron-LM's pretrain_hybrid.py with --hybrid-layer-pattern) to launch it")
     s = ctx.summary
     seq = int(float(s.get("seq_len") or min(m.max_seq_len, 4096)))
     args = ["--num-layers", str(m.n_layers), "--hidden-size", str(m.hidden_size),
@@ -891,13 +897,6 @@ def _train_launch(ctx: Context, node_rank: str, master_addr: str, master_port: s
         if arch is None:
             raise UsageError(f"the plan's model {ctx.summary.get('model')!r} has no known shape for the Megatron-LM "
                              "template; pass --script (your Megatron-style entry point) to launch it")
-        hybrid = model_spec(ctx)
-        if hybrid is not None and hybrid.n_linear_attention_layers:
-            kind = LINEAR_KIND_LABELS[hybrid.linear_attention_kind]
-            raise UsageError(f"the plan's model {hybrid.name!r} is a {kind} hybrid and the template launches "
-                             "Megatron-LM's pretrain_gpt.py, which builds softmax attention in every layer: pass --script "
-                             "(your hybrid entry point, e.g. Megatron-LM's pretrain_hybrid.py with --hybrid-layer-pattern) "
-                             "to launch it")
         amd = ctx.vendor == "amd"
         mdir = mcfg["amd_dir"] if amd else mcfg["dir"]
         tokenizer = base_model_id(ctx)

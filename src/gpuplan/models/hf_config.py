@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuplan.errors import UsageError
-from gpuplan.models.spec import ModelSpec
+from gpuplan.models.spec import ModelSpec, odd_block
 
 # Alternative spellings, first match wins.
 _LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -387,10 +387,8 @@ def _mamba_blocks(r: _Reader, n_blocks: int) -> dict[str, Any]:
         pattern = "".join(_BLOCK_WORDS[w.lower()] for w in words)
     else:
         return {}
-    odd_chars = sorted(set(pattern) - set(_BLOCK_WORDS.values()))
-    if odd_chars:
-        raise r.fail(field, f"holds {odd_chars[0]!r}; the blocks modelled are M (Mamba-2), * (attention), - (MLP) and "
-                            "E (MoE)")
+    if odd_block(pattern):
+        raise r.fail(field, odd_block(pattern))
     if len(pattern) != n_blocks:
         raise r.fail(field, f"lists {len(pattern)} blocks where num_hidden_layers is {n_blocks}")
     n_mamba, n_attn = pattern.count("M"), pattern.count("*")

@@ -23,6 +23,13 @@ BLOCK_KINDS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "MoE"}
 LINEAR_KIND_LABELS = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2"}
 
 
+def odd_block(pattern: str) -> str | None:
+    """Why a block pattern holds a character that is not a block kind, or None."""
+    odd = sorted(set(pattern) - set(BLOCK_KINDS))
+    kinds = ", ".join(f"{k} ({v})" for k, v in BLOCK_KINDS.items())
+    return f"holds {odd[0]!r}; the blocks modelled are {kinds}" if odd else None
+
+
 class ModelSpec(BaseModel):
     """Decoder-only transformer. Field names follow Hugging Face config.json where one exists."""
 
@@ -147,10 +154,8 @@ class ModelSpec(BaseModel):
 
     def _check_block_pattern(self) -> None:
         p = self.block_pattern or ""
-        odd = sorted(set(p) - set(BLOCK_KINDS))
-        if odd:
-            raise ValueError(f"block_pattern holds {odd[0]!r}; its blocks are M (Mamba-2), * (attention), - (MLP) and "
-                             "E (MoE)")
+        if odd_block(p):
+            raise ValueError(f"block_pattern {odd_block(p)}")
         count = {k: p.count(k) for k in BLOCK_KINDS}
         want = {"M": self.n_linear_attention_layers, "*": self.n_kv_layers, "-": self.n_dense_layers if self.is_moe
                 else self.ffn_layers, "E": self.n_moe_layers}

@@ -82,7 +82,6 @@ class ServingEstimate(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-# ---------------------------------------------------------------- input checks ----------
 def scan_bw_share() -> float:
     """Share of HBM bandwidth a hybrid's chunked-scan kernels reach: the training fit's, the one measurement of them
     (perf/efficiency.py, linear_scan_bw_share); prefill runs the same forward kernels."""
@@ -91,6 +90,7 @@ def scan_bw_share() -> float:
     return default_efficiency().linear_scan_bw_share
 
 
+# ---------------------------------------------------------------- input checks ----------
 def _check_int(name: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or v is None:
         raise UsageError(f"{name} must be a whole number in {lo}..{hi:,}, got {v!r}")

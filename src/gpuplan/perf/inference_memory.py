@@ -85,8 +85,10 @@ class ModelShape:
     linear_flops_decode: float = 0.0
     linear_flops_prefill: float = 0.0
     linear_kind: str = ""
-    n_ffn_layers: int = 0  # FFNs: one per layer (0 here means n_layers), fewer in a block hybrid (Nemotron-H)
-    moe_width: int = 0  # width of the tokens dispatched to the routed experts (LatentMoE: the latent size; 0: hidden)
+    # set by model_shape: FFNs (one per layer; fewer in a block hybrid, Nemotron-H) and the width of the tokens
+    # dispatched to the routed experts (the hidden size; LatentMoE: the latent size)
+    n_ffn_layers: int = 0
+    moe_width: int = 0
     linear_scan_bytes: float = 0.0
 
     def attended_context(self, ctx: float) -> float:
@@ -104,12 +106,6 @@ class ModelShape:
             f = min(1.0, self.n_local_layers / (self.n_layers - self.n_linear_layers))
             return (1 - f) * ctx + f * min(ctx, self.local_window)
         return ctx
-
-    def __post_init__(self) -> None:
-        if not self.n_ffn_layers:
-            object.__setattr__(self, "n_ffn_layers", self.n_layers)
-        if not self.moe_width:
-            object.__setattr__(self, "moe_width", self.hidden)
 
     @property
     def routed_expert_params(self) -> float:
