@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
           f"layer floor {eff.layer_overhead_us:.1f} us, server front end {eff.frontend_ms:.1f} ms, engine factors "
           f"{ {k: round(x, 3) for k, x in eff.engine_factor.items()} }  [{eff.source}]")
     rows = v.usable_rows()
-    print(f"rows: {len(rows)} used from {len({r['source_id'] for r in rows})} sources; by regime: "
+    unfitted = len(rows) - len(v.fit_rows())
+    print(f"rows: {len(rows)} used from {len({r['source_id'] for r in rows})} sources ({unfitted} scored, not fitted: "
+          "an assumed input length or a fit_note); by regime: "
           + ", ".join(f"{g} {sum(r['regime'] == g for r in rows)}" for g in v.REGIMES))
     ins = v.errors(eff)
     from validate_vendor_efficiency import fit_module  # this folder: scripts/fit_vendor_efficiency.py as a module

@@ -8,7 +8,11 @@ measured numbers. How each published run was set up (its layout, a dataset's mea
 length when the row does not give it) is stated below per source row with the reason;
 rows the estimator cannot represent are kept with `use=skip` and a stated reason.
 
-Run by hand:  python scripts/build_serving_validation.py [--shared ../shared]
+The package file has since grown by rows added to it directly, each with its source (InferenceX, GPUStack, the
+vLLM PRs, MLPerf Inference v5.1, ...): this script no longer knows them, so it refuses to overwrite a file holding
+rows it would not write back (--force drops them).
+
+Run by hand:  python scripts/build_serving_validation.py [--shared ../shared] [--force]
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ COLUMNS = [
     "gpu_label", "n_gpus", "tp", "ep", "dp_attention", "precision", "kv_precision", "engine", "engine_label", "scenario", "served",
     "input_len", "output_len",
     "concurrency", "max_num_seqs", "num_prompts", "fixed_lengths", "input_len_assumed", "measured_output_tokens_per_s", "measured_ttft_ms",
-    "measured_tpot_ms", "use", "skip_reason", "notes", "source",
+    "measured_tpot_ms", "use", "skip_reason", "fit_note", "notes", "source",
 ]
 
 # Sources benchmarked with `vllm bench serve` against `vllm serve` (their TTFT includes the server's front end).
@@ -66,6 +70,12 @@ MLPERF_ISL = 222
 MLPERF_ISL_NOTE = ("mean input length from the benchmark's data set: 5,463,976 tokens over its 24,576 prompts (48-1,021 "
                    "each) = 222.3, per the length table pinned to the official pickle's digest")
 
+# AMD's MLPerf Inference submissions run its own harness, not stock vLLM: scored under the 'vllm' key, never fitted.
+AMD_HARNESS = ("AMD's MLPerf harness: a patched vLLM with its own decode-batch scheduler and several decode steps per "
+               "scheduling call, not the stock vLLM whose speed the 'vllm' engine factor stands for; scored, not fitted "
+               "(fitting it would speed up every stock-vLLM estimate); it sets the CDNA architecture factors instead "
+               "(vendor-runs.csv, against TensorRT-LLM)")
+
 # How each source row (0-based, in file order) was run, keyed by a check on its text so a
 # reordered or edited source file fails loudly instead of mislabelling rows.
 SETUP = [
@@ -73,10 +83,10 @@ SETUP = [
          scenario="server_slo", isl=MLPERF_ISL,
          notes="8 replicas of TP1 (70B fp8 fits one H200); Server TTFT/TPOT are means under Poisson load; " + MLPERF_ISL_NOTE),
     dict(check="8xMI300X", model="llama-2-70b", precision="fp8", kv="fp8", engine="vllm", tp=1,
-         scenario="max_throughput", isl=MLPERF_ISL,
+         scenario="max_throughput", isl=MLPERF_ISL, fit_note=AMD_HARNESS,
          notes="8 replicas of TP1 (70B fp8 fits one MI300X); " + MLPERF_ISL_NOTE),
     dict(check="1xMI300X", model="llama-2-70b", precision="fp8", kv="fp8", engine="vllm", tp=1,
-         scenario="max_throughput", isl=MLPERF_ISL, notes=MLPERF_ISL_NOTE),
+         scenario="max_throughput", isl=MLPERF_ISL, fit_note=AMD_HARNESS, notes=MLPERF_ISL_NOTE),
     dict(check="H100-SXM-80GBx2", model="llama-2-70b", precision="fp8", kv="fp8", engine="trtllm", tp=2,
          scenario="server_slo", isl=MLPERF_ISL,
          notes="one TP2 replica; Server TTFT/TPOT are means under Poisson load; " + MLPERF_ISL_NOTE),
@@ -354,6 +364,8 @@ gpustack-gpt-oss-20b-a100|gpt-oss-20b|A100-80GB-SXM|1|1|1|0|int4|bf16|vllm|fixed
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"), help="the shared folder (default ../shared)")
+    ap.add_argument("--force", action="store_true", help="overwrite even where the package file holds rows this "
+                    "script does not write (they are lost)")
     args = ap.parse_args(argv)
     src = Path(args.shared) / "data/inference-runs.csv"
     lines = src.read_text(encoding="utf-8").splitlines()
@@ -399,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_num_seqs": s.get("max_num_seqs", ""), "input_len_assumed": int(bool(s.get("assumed"))),
             "measured_output_tokens_per_s": r["output_tokens_per_s"], "measured_ttft_ms": r["ttft_ms"],
             "measured_tpot_ms": r["tpot_ms"], "use": "skip" if skip else "yes", "skip_reason": skip,
-            "notes": s.get("notes", ""), "source": r["source"],
+            "fit_note": s.get("fit_note", ""), "notes": s.get("notes", ""), "source": r["source"],
         })
     _pin_shapes(shapes)
     specs = {k: ModelSpec(**v) for k, v in json.loads(MODELS.read_text())["models"].items()}
@@ -432,6 +444,14 @@ def main(argv: list[str] | None = None) -> int:
         r["fixed_lengths"] = "yes" if r["source_id"] in FIXED_LENGTH_SOURCES else ""
         r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
                                       int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
+    if OUT.exists() and not args.force:
+        kept = {(r["source_id"], r["source"]) for r in csv.DictReader(OUT.read_text(encoding="utf-8").splitlines())}
+        lost = kept - {(r["source_id"], r["source"]) for r in out}
+        if lost:
+            sids = sorted({sid for sid, _ in lost})
+            print(f"error: {OUT.relative_to(ROOT)} holds {len(lost)} rows this script does not write ({', '.join(sids[:4])}"
+                  f"{', ...' if len(sids) > 4 else ''}); nothing written (--force drops them)", file=sys.stderr)
+            return 1
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, COLUMNS, lineterminator="\n")

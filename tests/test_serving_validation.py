@@ -72,6 +72,15 @@ PINNED = [
     ("gaudi", ("intel-gaudi3-perf-1.18", "llama-3.1-70b", "Gaudi3", "128", "2048", "600"), "output_tokens_per_s", 0.25),
     ("gaudi", ("intel-gaudi2-perf-1.18", "llama-3.1-8b", "Gaudi2", "2048", "2048", "155"), "output_tokens_per_s", 0.30),
     ("blackwell", ("trtllm-perf-v1.0", "llama-3.3-70b", "GB200", "1000", "1000"), "output_tokens_per_s", 0.25),
+    # MLPerf Inference v5.1 Offline, Llama-2-70B at its data set's mean prompt: NVIDIA's harness on 8 B200 (NVFP4), 4
+    # GB200 and Dell's 8 H200 (fp8) within 15 % (-7 %, -4 %, -14 % when the rows joined)
+    ("blackwell", ("mlperf-inference-v5.1", "llama-2-70b", "B200", "222", "273"), "output_tokens_per_s", 0.15),
+    ("blackwell", ("mlperf-inference-v5.1", "llama-2-70b", "GB200", "222", "276"), "output_tokens_per_s", 0.15),
+    ("dense_throughput", ("mlperf-inference-v5.1", "llama-2-70b", "H200-SXM", "222", "292"), "output_tokens_per_s", 0.20),
+    # ... while AMD's MLPerf harness (a patched vLLM with its own decode scheduler and multi-step decode) beats what the
+    # stock-vLLM engine factor allows on MI300X / MI325X / MI355X: 39-42 % pessimistic, scored but not fitted (fit_note),
+    # a known miss (the stock-vLLM tables of the same GPUs are 10-30 % optimistic); the bound keeps it from growing
+    ("amd", ("mlperf-inference-v5.1", "llama-2-70b", "MI325X", "222", "301"), "output_tokens_per_s", 0.45),
     ("blackwell", ("trtllm-perf-v1.0", "llama-3.3-70b", "RTX-PRO-6000", "1000", "1000"), "output_tokens_per_s", 0.25),
     ("long_input", ("trtllm-perf-v1.0", "llama-3.1-405b", "H200-SXM", "20000", "2000"), "output_tokens_per_s", 0.25),
     ("long_input", ("trtllm-perf-v0.17", "llama-3.1-70b", "H100-SXM", "20000", "2000", "", "4"), "output_tokens_per_s", 0.30),
@@ -112,9 +121,23 @@ def test_mlperf_llama2_rows_run_their_data_sets_mean_prompt():
     sample (24,576 prompts, 5,463,976 tokens) gives the mean, 222. Every such row uses it (the vendor rows too, see
     test_vendor_efficiency), and none is left out of the fit as an assumption."""
     rows = [r for r in v.usable_rows() if r["model"] == "llama-2-70b" and r["source_id"].startswith("mlperf-inference")]
-    assert len(rows) == 4
+    assert len(rows) == 10
     assert {r["input_len"] for r in rows} == {str(round(5_463_976 / 24_576))} == {"222"}
     assert all(r["input_len_assumed"] == "0" for r in rows)
+
+
+def test_rows_run_by_other_software_than_their_engine_key_are_scored_not_fitted(errs):
+    """AMD's MLPerf Inference submissions run its own harness (a patched vLLM with its own decode scheduler) under the
+    'vllm' key: fitting them would speed up every stock-vLLM estimate, so they carry a fit_note, stay out of every fit
+    (the full one, each held-out refit, forward in time) and are still scored, 30-42 % pessimistic."""
+    harness = [r for r in v.usable_rows() if r["source_id"].startswith("mlperf-inference") and r["gpu"].startswith("MI")]
+    assert len(harness) == 5 and all(r["fit_note"] and r["engine"] == "vllm" for r in harness)
+    fitted = {r["row_id"] for r in v.fit_rows()}
+    assert not fitted & {r["row_id"] for r in harness}
+    assert {r["row_id"] for r in v.usable_rows() if not r["fit_note"] and r["input_len_assumed"] != "1"} == fitted
+    for r in harness:
+        e = errs[(int(r["row_id"]), "output_tokens_per_s")]
+        assert -0.45 < e["error"] < -0.25, (e["label"], e["error"])
 
 
 def test_classify_regime():

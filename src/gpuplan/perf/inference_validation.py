@@ -151,8 +151,10 @@ def serving_repeat_pairs() -> list[dict]:
 
 def fit_rows() -> list[dict]:
     """Rows the fit may use: usable and with every input stated by the source (a row whose
-    input length had to be assumed is validated, but it does not steer the parameters)."""
-    return [r for r in usable_rows() if r["input_len_assumed"] != "1"]
+    input length had to be assumed is validated, but it does not steer the parameters), and run by
+    the software its engine key stands for (a row with a `fit_note`, such as AMD's MLPerf harness
+    under the 'vllm' key, is scored but does not move that engine's fitted speed)."""
+    return [r for r in usable_rows() if r["input_len_assumed"] != "1" and not r.get("fit_note")]
 
 
 def _f(v: str) -> float | None:
@@ -397,6 +399,7 @@ SOURCE_FAMILIES = {
     "amd-rocm-perf-2025-11": "amd-rocm-perf",
     "intel-gaudi2-perf-1.18": "intel-gaudi-perf", "intel-gaudi3-perf-1.18": "intel-gaudi-perf",
     "mlperf-inference-v4.0": "mlperf-inference", "mlperf-inference-v4.1": "mlperf-inference",
+    "mlperf-inference-v5.1": "mlperf-inference",
     "gpustack-gpt-oss-20b-h100": "gpustack-perf-lab", "gpustack-gpt-oss-20b-a100": "gpustack-perf-lab",
 }
 
