@@ -119,7 +119,8 @@ def test_every_regime_is_covered_and_rows_carry_their_source():
 def test_mlperf_llama2_rows_run_their_data_sets_mean_prompt():
     """MLPerf's Llama-2-70B result logs give tokens and samples but no prompt length; the benchmark's fixed OpenOrca
     sample (24,576 prompts, 5,463,976 tokens) gives the mean, 222. Every such row uses it (the vendor rows too, see
-    test_vendor_efficiency), and none is left out of the fit as an assumption."""
+    test_vendor_efficiency), and none is left out of the fit as an assumption (AMD's harness rows are left out for
+    another reason, their fit_note)."""
     rows = [r for r in v.usable_rows() if r["model"] == "llama-2-70b" and r["source_id"].startswith("mlperf-inference")]
     assert len(rows) == 10
     assert {r["input_len"] for r in rows} == {str(round(5_463_976 / 24_576))} == {"222"}
