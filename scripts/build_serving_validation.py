@@ -20,6 +20,7 @@ import argparse
 import csv
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -445,10 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         r["regime"] = classify_regime(specs[r["model"]], r["gpu"] or None, int(float(r["concurrency"])) if r["concurrency"] else None,
                                       int(r["input_len"]) if str(r["input_len"]).isdigit() else 0, r["engine"])
     if OUT.exists() and not args.force:
-        kept = {(r["source_id"], r["source"]) for r in csv.DictReader(OUT.read_text(encoding="utf-8").splitlines())}
-        lost = kept - {(r["source_id"], r["source"]) for r in out}
+        kept = Counter(_run_key(r) for r in csv.DictReader(OUT.read_text(encoding="utf-8").splitlines()))
+        lost = kept - Counter(_run_key(r) for r in out)
         if lost:
-            sids = sorted({sid for sid, _ in lost})
+            sids = sorted({k[0] for k in lost})
             print(f"error: {OUT.relative_to(ROOT)} holds {len(lost)} rows this script does not write ({', '.join(sids[:4])}"
                   f"{', ...' if len(sids) > 4 else ''}); nothing written (--force drops them)", file=sys.stderr)
             return 1
@@ -459,14 +460,20 @@ def main(argv: list[str] | None = None) -> int:
         w.writerows(out)
     used = sum(r["use"] == "yes" for r in out)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(out)} rows, {used} usable, {len(out) - used} skipped")
-    from collections import Counter
-
     for reg, k in sorted(Counter(r["regime"] for r in out if r["use"] == "yes").items()):
         print(f"  {reg:<18} {k:>3} used rows")
     for r in out:
         if r["use"] == "skip":
             print(f"  skip row {r['row_id']} ({r['model_label']}): {r['skip_reason']}")
     return 0
+
+
+def _run_key(r: dict) -> tuple[str, ...]:
+    """What identifies one published measurement, whatever the file's row numbers: its source, the run's setup and
+    its measured numbers (rows of one table share a source, so the source alone would hide a lost row)."""
+    return tuple(str(r[k]) for k in ("source_id", "model", "gpu", "n_gpus", "tp", "precision", "engine", "scenario",
+                                     "input_len", "output_len", "concurrency", "measured_output_tokens_per_s",
+                                     "measured_ttft_ms", "measured_tpot_ms"))
 
 
 def _pin_shapes(shapes: dict) -> None:
