@@ -56,6 +56,12 @@ MEMORY_HEADROOM = 0.05
 # loss per token is flat near the recipe's batch size, so a small growth is not wasted work; a
 # large one (doubling it) changes the recipe. An assumption, not fitted; see _useful_batch.
 MAX_BATCH_GROWTH = 0.125
+# Layouts within this share of the fastest one's time per sequence count as equally fast, and the one with the fewest
+# model-parallel dimensions among them is picked (layout_complexity): 2.5%, the median spread (2.6%) of repeated
+# published measurements of one training configuration (validate_training.py's repeat table) rounded down, is a
+# difference the estimator cannot resolve, while every pipeline stage, tensor or context split is one more thing to configure, balance
+# and debug. An assumption, not fitted.
+SIMPLER_LAYOUT_TOLERANCE = 0.025
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,10 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
         keep &= (f == 0) | (t > 1)  # with TP 1, folding changes nothing: keep one copy
     if fixed.etp and fixed.etp > 1:
         keep &= t == fixed.etp
+    # Without data-parallel ranks to shard over (dp x cp = 1, and no expert-data-parallel copies), ZeRO's stages are
+    # one layout: keep ZeRO-1.
+    if fixed.zero is None:
+        keep &= (z == 1) | (d * c > 1) | (t * d * c > np.where(f == 1, 1, t) * e)
     ci, t, c, p, e, b, r, z, v, n, d, f = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f))
     et = np.where(f == 1, 1, t)
 
@@ -272,7 +282,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                               etp=sub["etp"])
             tt = np.broadcast_to(res["total"], idx.shape)
             score = tt / _useful_batch(lay["batch"][idx], wl)
-            groups, _gmin, garg = _group_argmin(ci[idx], score)
+            groups, garg = _preferred_per_group(ci[idx], score, layout_complexity(sub))
             best_t[g, groups] = tt[garg]
             best_i[g, groups] = idx[garg]
             if keep_ranked:
@@ -289,7 +299,9 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                 if idx.size:
                     sel = idx[ci[idx] == k]
                     tt_k = parts["total"][sel] / _useful_batch(lay["batch"][sel], wl)  # as the best above
-                    per_count_rank.append(sel[np.argsort(tt_k, kind="stable")][:keep_ranked])
+                    rank = preference_order(np.zeros(sel.size, dtype=np.int64), tt_k,
+                                            layout_complexity({key: lay[key][sel] for key in LAYOUT_KEYS}))
+                    per_count_rank.append(sel[rank][:keep_ranked])
                 else:
                     per_count_rank.append(np.zeros(0, dtype=np.int64))
             rejected.append(per_count_rej)
@@ -356,15 +368,41 @@ def _useful_batch(batch: np.ndarray, wl: TrainingWorkload) -> np.ndarray:
     return np.minimum(batch, wl.batch * (1.0 + MAX_BATCH_GROWTH))
 
 
-def _group_argmin(keys: np.ndarray, values: np.ndarray):
-    """Per run of equal (sorted) keys: the key, the smallest value and its position."""
+def layout_complexity(lay: dict) -> np.ndarray:
+    """Model-parallel dimensions a layout adds to plain data parallelism, each one more thing to configure, balance and
+    debug: a pipeline counts twice (stage balance, schedule, bubble), interleaving, tensor, context and expert
+    parallelism once each. ZeRO stage, recompute and micro-batch are flags, not counted."""
+    return (2 * (lay["pp"] > 1) + (lay["vp"] > 1) + (lay["tp"] > 1) + (lay["cp"] > 1)
+            + (lay["ep"] > 1)).astype(np.int64)
+
+
+def preference_order(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray) -> np.ndarray:
+    """Positions sorted by group key (sorted keys), then by preference within a group: the layouts within
+    SIMPLER_LAYOUT_TOLERANCE of the group's best score first, simplest first and faster among equals; then the rest,
+    fastest first. The first of each group is the layout picked."""
+    score = np.asarray(score, dtype=np.float64)
+    if not score.size:
+        return np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    gmin = np.minimum.reduceat(values, starts)
+    gmin = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, keys.size]))
+    tied = score <= gmin * (1.0 + SIMPLER_LAYOUT_TOLERANCE)
+    return np.lexsort((score, np.where(tied, complexity, 0), ~tied, keys))
+
+
+def _preferred_per_group(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group keys, position of each group's pick): the first of preference_order per run of equal (sorted) keys, in
+    linear time for the planner's sweeps. Within the tolerance the rank is the complexity plus the relative excess
+    over the group's best (< 1, so it only orders equally complex layouts)."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     lengths = np.diff(np.r_[starts, keys.size])
-    pos = np.flatnonzero(values == np.repeat(gmin, lengths))
+    gmin = np.repeat(np.minimum.reduceat(score, starts), lengths)
+    excess = score / gmin - 1.0
+    rank = np.where(excess <= SIMPLER_LAYOUT_TOLERANCE, complexity + excess, np.inf)
+    rmin = np.repeat(np.minimum.reduceat(rank, starts), lengths)
+    pos = np.flatnonzero(rank == rmin)
     grp = np.searchsorted(starts, pos, side="right") - 1
     _, first = np.unique(grp, return_index=True)
-    return keys[starts], gmin, pos[first]
+    return keys[starts], pos[first]
 
 
 def _select(feats, g):

@@ -21,7 +21,8 @@ from gpuplan.errors import UsageError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import calibration_entry, token as calibration_token
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import LAYOUT_KEYS, REASONS, STEP_KEYS, LayoutFixed, search_layouts, validate_fixed
+from gpuplan.perf.layout_search import (LAYOUT_KEYS, REASONS, SIMPLER_LAYOUT_TOLERANCE, STEP_KEYS, LayoutFixed, search_layouts,
+                                        validate_fixed)
 from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
@@ -529,6 +530,13 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
                 mfu=float(b_j * workload.seq_len / st * model_tok / (n * peak)),
                 memory_per_gpu_gb=float(mem["total"][idx] / 1e9),
                 gpu_hours=float(steps_j * st / gp * n / 3600), slower_pct=100.0 * (st * steps_j / (step * steps) - 1)))
+        faster = min(runners, key=lambda r: r.slower_pct, default=None)
+        if faster is not None and faster.slower_pct < 0:
+            notes.append(f"layout: the simplest of those within {SIMPLER_LAYOUT_TOLERANCE:.1%} of the fastest; "
+                         f"{faster.layout.tp}x{faster.layout.pp}x{faster.layout.dp} (TP x PP x DP"
+                         f"{f', VP{faster.layout.vp}' if faster.layout.vp > 1 else ''}) is {-faster.slower_pct:.1f}% "
+                         "faster as modelled, a difference below the spread of repeated measurements, with more "
+                         "parallel dimensions to set up")
 
     gib = lambda x: float(x) / 1e9  # noqa: E731
     assumptions = {

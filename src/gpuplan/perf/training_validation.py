@@ -35,7 +35,7 @@ from gpuplan.catalog.records import Gpu
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
 from gpuplan.perf.layout_search import (LAYOUT_KEYS, MEMORY_HEADROOM, STEP_KEYS, LayoutFixed, _select, _useful_batch,
-                                        enumerate_layouts)
+                                        enumerate_layouts, layout_complexity, preference_order)
 from gpuplan.perf.training_flops import model_flops_per_token
 from gpuplan.perf.training_memory import memory_breakdown_bytes
 from gpuplan.perf.training_shape import ModelShape, model_shape
@@ -278,14 +278,15 @@ def row_efficiency(prep: PreparedRow, eff: TrainingEfficiency) -> TrainingEffici
 
 def steady_state(prep: PreparedRow, eff: TrainingEfficiency) -> tuple[float, dict]:
     """Step time of the layout the planner would pick among the prepared ones (least time per useful sequence: a
-    global batch left to the layout is rounded to its dp x micro-batch, so candidates differ in batch), and that
-    layout."""
+    global batch left to the layout is rounded to its dp x micro-batch, so candidates differ in batch; the simplest
+    within SIMPLER_LAYOUT_TOLERANCE of it), and that layout."""
     eff = row_efficiency(prep, eff)
     lay = prep.layouts
     res = step_time_s(prep.shape, prep.wl, prep.feats, eff, *(lay[k] for k in STEP_KEYS), lay["batch"],
                       prep.gpn, prep.inter, etp=lay["etp"])
     total = np.broadcast_to(res["total"], lay["batch"].shape)
-    i = int(np.argmin(total / _useful_batch(lay["batch"], prep.wl)))
+    score = total / _useful_batch(lay["batch"], prep.wl)
+    i = int(preference_order(np.zeros(score.size, dtype=np.int64), score, layout_complexity(lay))[0])
     return float(total[i]), {k: int(lay[k][i]) for k in (*LAYOUT_KEYS, "batch")}
 
 
