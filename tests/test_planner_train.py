@@ -372,7 +372,8 @@ def test_a_pytorch_stack_plans_fp8_slower_and_bf16_the_same(catalog):
     stack the plan was timed for."""
     def plan(precision, framework, gpu="H100", providers=("nebius",), max_gpus=8):
         r = TrainPlanRequest(model="llama-3.1-8b", tokens=1e10, precision=precision, framework=framework,
-                             constraints=Constraints(providers=list(providers), gpus=[gpu], max_gpus=max_gpus), limit=50)
+                             constraints=Constraints(providers=list(providers), gpus=[gpu], max_gpus=max_gpus),
+                             limit=50)
         return plan_training(r, catalog)
 
     # One node each, so both stacks plan the same offers (their picked layouts may differ: each stack's own best).

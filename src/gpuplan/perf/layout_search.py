@@ -59,8 +59,8 @@ MAX_BATCH_GROWTH = 0.125
 # Layouts within this share of the fastest one's time per sequence count as equally fast, and the one with the fewest
 # model-parallel dimensions among them is picked (layout_complexity): 2.5%, the median spread (2.6%) of repeated
 # published measurements of one training configuration (validate_training.py's repeat table) rounded down, is a
-# difference the estimator cannot resolve, while every pipeline stage, tensor or context split is one more thing to configure, balance
-# and debug. An assumption, not fitted.
+# difference the estimator cannot resolve, while every pipeline stage, tensor or context split is one more thing to
+# configure, balance and debug. An assumption, not fitted.
 SIMPLER_LAYOUT_TOLERANCE = 0.025
 
 
@@ -385,7 +385,7 @@ def preference_order(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray
         return np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     gmin = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, keys.size]))
-    tied = score <= gmin * (1.0 + SIMPLER_LAYOUT_TOLERANCE)
+    tied = score / gmin - 1.0 <= SIMPLER_LAYOUT_TOLERANCE  # as _preferred_per_group
     return np.lexsort((score, np.where(tied, complexity, 0), ~tied, keys))
 
 

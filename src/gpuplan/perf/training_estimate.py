@@ -21,8 +21,8 @@ from gpuplan.errors import UsageError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import calibration_entry, token as calibration_token
 from gpuplan.perf.efficiency import TrainingEfficiency, default_efficiency
-from gpuplan.perf.layout_search import (LAYOUT_KEYS, REASONS, SIMPLER_LAYOUT_TOLERANCE, STEP_KEYS, LayoutFixed, search_layouts,
-                                        validate_fixed)
+from gpuplan.perf.layout_search import (LAYOUT_KEYS, REASONS, SIMPLER_LAYOUT_TOLERANCE, STEP_KEYS, LayoutFixed,
+                                        search_layouts, validate_fixed)
 from gpuplan.perf.scaleup import describe as describe_scaleup
 from gpuplan.perf.training_flops import RECOMPUTE_CODES, RECOMPUTE_NAMES, training_flops
 from gpuplan.perf.training_memory import GIB, MEMORY_PARTS, memory_breakdown_bytes
