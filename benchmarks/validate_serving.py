@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "_doc": (f"Per-regime leave-one-{'family' if args.by_family else 'source'}-out residuals of the serving "
                      "estimator: quantiles of log(predicted / measured) over every comparison (throughput, TTFT, TPOT) "
-                     "of the regime's rows, each predicted by a refit that never saw its source"
+                     "of the regime's rows with stated inputs (not those timing other software than their engine key, "
+                     "a fit_note), each predicted by a refit that never saw its source"
                      f"{' family (every version of a publisher table)' if args.by_family else ''}. "
                      "A prediction x has a p10-p90 band of "
                      "x / exp(p90) .. x / exp(p10) for the measured value. Regimes: "

@@ -501,11 +501,15 @@ def summarize_regimes(errs: list[dict]) -> dict[str, dict]:
 
 
 def residual_bands(errs: list[dict]) -> dict[str, dict]:
-    """Per regime: p10/p50/p90 of log(pred/measured) over its comparisons (stated inputs only)."""
+    """Per regime: p10/p50/p90 of log(pred/measured) over its comparisons (stated inputs only). A row with a `fit_note`
+    is left out as well: it times other software than its engine key stands for (AMD's MLPerf harness, not stock
+    vLLM), and a band is the spread around an estimate for the engine the plan names."""
+    other_software = {int(r["row_id"]) for r in usable_rows() if r.get("fit_note")}
     out = {}
     for reg in REGIMES + ("all",):
         v = [math.log(1 + x["error"]) for x in errs if x["error"] == x["error"] and x["error"] > -1
-             and x["group"] != "assumed_input" and (reg == "all" or x["regime"] == reg)]
+             and x["group"] != "assumed_input" and x["row_id"] not in other_software
+             and (reg == "all" or x["regime"] == reg)]
         if v:
             out[reg] = {"p10": round(_q(v, 0.1), 4), "p50": round(_q(v, 0.5), 4), "p90": round(_q(v, 0.9), 4), "n": len(v)}
     return out
