@@ -267,6 +267,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
         min_mem[first[0]] = total_mem[order[first[1]]]
         min_mem_idx[first[0]] = order[first[1]]
 
+    complexity = layout_complexity(lay)
     best_t = np.full((G, K), np.inf)
     best_i = np.full((G, K), -1, dtype=np.int64)
     rejected, ranked = [], []
@@ -282,7 +283,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                               etp=sub["etp"])
             tt = np.broadcast_to(res["total"], idx.shape)
             score = tt / _useful_batch(lay["batch"][idx], wl)
-            groups, garg = _preferred_per_group(ci[idx], score, layout_complexity(sub))
+            groups, garg = _preferred_per_group(ci[idx], score, complexity[idx])
             best_t[g, groups] = tt[garg]
             best_i[g, groups] = idx[garg]
             if keep_ranked:
@@ -299,8 +300,7 @@ def search_layouts(shape: ModelShape, wl: TrainingWorkload, gpus: list[Gpu], cou
                 if idx.size:
                     sel = idx[ci[idx] == k]
                     tt_k = parts["total"][sel] / _useful_batch(lay["batch"][sel], wl)  # as the best above
-                    rank = preference_order(np.zeros(sel.size, dtype=np.int64), tt_k,
-                                            layout_complexity({key: lay[key][sel] for key in LAYOUT_KEYS}))
+                    rank = preference_order(np.zeros(sel.size, dtype=np.int64), tt_k, complexity[sel])
                     per_count_rank.append(sel[rank][:keep_ranked])
                 else:
                     per_count_rank.append(np.zeros(0, dtype=np.int64))
