@@ -3,6 +3,7 @@ parameters, leave-one-source-out and the shipped error bands."""
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 import pytest
@@ -430,3 +431,14 @@ def test_trtllm_bench_rows_run_their_datasets_request_count():
     assert np.median(np.abs(run)) < np.median(np.abs(steady)) - 0.05
     large = [abs(e["error"]) for e in v.errors(eff) if e["regime"] == "moe_large"]
     assert float(np.median(large)) < 0.20  # 22.9 % at steady state, 16.8 % now
+
+
+def test_error_bands_leave_out_rows_that_time_other_software():
+    """A row with a fit_note (AMD's MLPerf harness, not the stock vLLM its engine key names) is scored but neither
+    fitted nor counted in the band a plan for that engine carries."""
+    other = {int(r["row_id"]) for r in v.usable_rows() if r.get("fit_note")}
+    plain = int(v.fit_rows()[0]["row_id"])
+    errs = [dict(row_id=i, metric="output_tokens_per_s", group="max_throughput", regime="amd", error=-0.4) for i in other]
+    errs.append(dict(row_id=plain, metric="output_tokens_per_s", group="max_throughput", regime="amd", error=0.1))
+    band = v.residual_bands(errs)["amd"]
+    assert other and band["n"] == 1 and band["p10"] == band["p90"] == round(math.log(1.1), 4)
