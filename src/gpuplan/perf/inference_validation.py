@@ -154,7 +154,13 @@ def fit_rows() -> list[dict]:
     input length had to be assumed is validated, but it does not steer the parameters), and run by
     the software its engine key stands for (a row with a `fit_note`, such as AMD's MLPerf harness
     under the 'vllm' key, is scored but does not move that engine's fitted speed)."""
-    return [r for r in usable_rows() if r["input_len_assumed"] != "1" and not r.get("fit_note")]
+    return [r for r in usable_rows() if r["input_len_assumed"] != "1" and not runs_other_software(r)]
+
+
+def runs_other_software(row: dict) -> bool:
+    """A row timing other software than its engine key stands for, as its `fit_note` says (AMD's MLPerf harness under
+    'vllm'): scored, but neither fitted nor counted in an error band."""
+    return bool(row.get("fit_note"))
 
 
 def _f(v: str) -> float | None:
@@ -504,7 +510,7 @@ def residual_bands(errs: list[dict]) -> dict[str, dict]:
     """Per regime: p10/p50/p90 of log(pred/measured) over its comparisons (stated inputs only). A row with a `fit_note`
     is left out as well: it times other software than its engine key stands for (AMD's MLPerf harness, not stock
     vLLM), and a band is the spread around an estimate for the engine the plan names."""
-    other_software = {int(r["row_id"]) for r in usable_rows() if r.get("fit_note")}
+    other_software = {int(r["row_id"]) for r in usable_rows() if runs_other_software(r)}
     out = {}
     for reg in REGIMES + ("all",):
         v = [math.log(1 + x["error"]) for x in errs if x["error"] == x["error"] and x["error"] > -1

@@ -194,12 +194,12 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
         keep &= (f == 0) | (t > 1)  # with TP 1, folding changes nothing: keep one copy
     if fixed.etp and fixed.etp > 1:
         keep &= t == fixed.etp
+    et = np.where(f == 1, 1, t)
     # Without data-parallel ranks to shard over (dp x cp = 1, and no expert-data-parallel copies), ZeRO's stages are
     # one layout: keep ZeRO-1.
     if fixed.zero is None:
-        keep &= (z == 1) | (d * c > 1) | (t * d * c > np.where(f == 1, 1, t) * e)
-    ci, t, c, p, e, b, r, z, v, n, d, f = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f))
-    et = np.where(f == 1, 1, t)
+        keep &= (z == 1) | (d * c > 1) | (t * d * c > et * e)
+    ci, t, c, p, e, b, r, z, v, n, d, f, et = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f, et))
 
     B = wl.batch
     if wl.batch_fixed:
@@ -376,6 +376,16 @@ def layout_complexity(lay: dict) -> np.ndarray:
             + (lay["ep"] > 1)).astype(np.int64)
 
 
+def _preference_rank(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray) -> np.ndarray:
+    """Per layout, within its run of equal (sorted) keys: complexity plus the relative excess over the group's best
+    score (< SIMPLER_LAYOUT_TOLERANCE < 1, so it only orders equally complex layouts) for the layouts within the
+    tolerance, inf for the rest. The smallest rank of a group is its pick."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    gmin = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, keys.size]))
+    excess = score / gmin - 1.0
+    return np.where(excess <= SIMPLER_LAYOUT_TOLERANCE, complexity + excess, np.inf)
+
+
 def preference_order(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray) -> np.ndarray:
     """Positions sorted by group key (sorted keys), then by preference within a group: the layouts within
     SIMPLER_LAYOUT_TOLERANCE of the group's best score first, simplest first and faster among equals; then the rest,
@@ -383,22 +393,15 @@ def preference_order(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray
     score = np.asarray(score, dtype=np.float64)
     if not score.size:
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    gmin = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, keys.size]))
-    tied = score / gmin - 1.0 <= SIMPLER_LAYOUT_TOLERANCE  # as _preferred_per_group
-    return np.lexsort((score, np.where(tied, complexity, 0), ~tied, keys))
+    return np.lexsort((score, _preference_rank(keys, score, complexity), keys))
 
 
 def _preferred_per_group(keys: np.ndarray, score: np.ndarray, complexity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group keys, position of each group's pick): the first of preference_order per run of equal (sorted) keys, in
-    linear time for the planner's sweeps. Within the tolerance the rank is the complexity plus the relative excess
-    over the group's best (< 1, so it only orders equally complex layouts)."""
+    linear time for the planner's sweeps."""
+    rank = _preference_rank(keys, score, complexity)
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    lengths = np.diff(np.r_[starts, keys.size])
-    gmin = np.repeat(np.minimum.reduceat(score, starts), lengths)
-    excess = score / gmin - 1.0
-    rank = np.where(excess <= SIMPLER_LAYOUT_TOLERANCE, complexity + excess, np.inf)
-    rmin = np.repeat(np.minimum.reduceat(rank, starts), lengths)
+    rmin = np.repeat(np.minimum.reduceat(rank, starts), np.diff(np.r_[starts, keys.size]))
     pos = np.flatnonzero(rank == rmin)
     grp = np.searchsorted(starts, pos, side="right") - 1
     _, first = np.unique(grp, return_index=True)
