@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     fits = {g: fit.fit_regime(ctx, g) for g in fit.REGIMES}
     held = {g: fit.loso(ctx, g, fits[g]) for g in fit.REGIMES}
 
-    print(f"{'row':24} {'regime':8} {'arch':9} {'gpu':13} {'n':>5} {'prec':5} {'ref':20} {'ratio':>6} {'factor':>6} "
+    print(f"{'row':24} {'regime':8} {'arch':13} {'gpu':13} {'n':>5} {'prec':5} {'ref':20} {'ratio':>6} {'factor':>6} "
           f"{'in-smp':>7} {'LOSO':>6} {'LOSOerr':>7} {'bw-view':>7}  note")
     for r in rows:
         regime, arch = r["regime"], fit.arch_of(r["gpu_id"])
@@ -79,12 +79,12 @@ def main(argv: list[str]) -> int:
             note = note or "within-Hopper pair (band of the Hopper reference)"
         elif not r["ref_row"]:
             note = note or "reference row"
-        print(f"{r['row_id'][:24]:24} {regime:8} {arch:9} {r['gpu_id'][:13]:13} {r['gpu_count']:>5} {r['precision']:5} "
+        print(f"{r['row_id'][:24]:24} {regime:8} {arch:13} {r['gpu_id'][:13]:13} {r['gpu_count']:>5} {r['precision']:5} "
               f"{r['ref_row'][:20]:20} {(f'{ratio:6.3f}' if ratio else '     -'):>6} {f:6.3f} {ins:>7} {lo:>6} {loerr:>7} "
               f"{bw_view:>7}  {note or why}")
 
     print()
-    print(f"{'regime':9} {'arch':10} {'factor':>6} {'p10':>6} {'p90':>6} {'rows':>4} {'src':>3} basis    "
+    print(f"{'regime':9} {'arch':13} {'factor':>6} {'p10':>6} {'p90':>6} {'rows':>4} {'src':>3} basis    "
           f"{'in-sample |err|':>15} {'LOSO |err|':>10} {'LOSO max':>8}")
     for regime in fit.REGIMES:
         summary = fit.error_summary(fits[regime], held[regime], fit.candidates(ctx, regime))
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
             s = summary.get(arch)
             cells = (f"{s['in_sample_median_abs_pct']:14.1f}% {s['loso_median_abs_pct']:9.1f}% {s['loso_max_abs_pct']:7.1f}%"
                      if s and s.get("loso_median_abs_pct") is not None else f"{'-':>15} {'-':>10} {'-':>8}")
-            print(f"{regime:9} {arch:10} {e['factor']:6.3f} {e['p10']:6.3f} {e['p90']:6.3f} {e['n_rows']:4d} "
+            print(f"{regime:9} {arch:13} {e['factor']:6.3f} {e['p10']:6.3f} {e['p90']:6.3f} {e['n_rows']:4d} "
                   f"{e['n_sources']:3d} {e['basis']:8} {cells}")
     fresh = fit.fit_all(rows)
     stale = [f"{g}/{a}" for g in fit.REGIMES for a in fit.ARCHITECTURES if fresh[g][a] != shipped[g][a]]

@@ -49,7 +49,7 @@ SERVE_EFF = ROOT / "src/gpuplan/perf/data/inference-efficiency.json"
 OUT_JSON = ROOT / "src/gpuplan/perf/data/vendor-efficiency.json"
 
 REGIMES = ("training", "serving")
-ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell",
+ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "Blackwell-RTX",
                  "CDNA2", "CDNA3", "CDNA4", "Gaudi2", "Gaudi3", "TPU")
 HOPPER_BASE = "H100-SXM"
 BAND_FLOOR = 0.15  # the band is never narrower than factor x [0.85, 1.15] ...
@@ -73,6 +73,9 @@ PRIORS = {
                    "(sm75) and ships in PCIe boxes; no public LLM-training pair found; set below the fitted Volta value"),
         "Gaudi3": ("from", "Gaudi2", 1.6, "prior: no public Gaudi 3 training pair found (Intel's Gaudi 3 performance page lists "
                    "inference only); Gaudi 2's fitted value with the band widened x/÷1.6"),
+        "Blackwell-RTX": ("from", "Blackwell", 1.3, "prior: no public training pair for an sm120 card (RTX PRO 6000, RTX 50) "
+                          "found; the data-centre Blackwell value with the band widened x/÷1.3 (its serving rows sit above "
+                          "the data-centre parts', so the lower Ada value is not taken)"),
     },
     "serving": {
         "Ampere": (0.90, 0.65, 1.15, "prior: the only A100-vs-H100 serving pair found (TensorRT-LLM 0.6.1 tables) compares "
@@ -102,6 +105,8 @@ ARCH_NOTES = {
                           "perf/data/achievable-matmul.csv); 0.64-0.67 and 0.82 without it",
     ("serving", "CDNA4"): "one MLPerf v5.1 open-division MXFP4 row",
     ("serving", "Blackwell"): "all Blackwell serving rows run FP4; the roof ratio already credits FP4 peaks",
+    ("serving", "Blackwell-RTX"): "the sm120 RTX PRO 6000 (PCIe, GDDR7) against the same tables' Hopper rows, FP4; it "
+                                  "realises more of its lower spec peak than the data-centre parts do of theirs",
 }
 
 
@@ -365,6 +370,7 @@ def gpu_arch_table() -> dict[str, str]:
 
     # the catalog's architecture table first (it names every GPU the catalog lists), then the name
     table = {g: (a if (a := catalog_arch(g)) != "unknown" else infer_arch(g, v)) for g, v in vendors.items()}
+    table.update({g: "Blackwell-RTX" for g, a in table.items() if a == "Blackwell" and infer_arch(g) == "Blackwell-RTX"})
     for g in EXTRA_ARCH_IDS:
         table[g] = infer_arch(g)
     return table
@@ -492,7 +498,7 @@ def factors_without(held: list[dict]) -> dict | None:
 
 # ------------------------------------------------------------------ main
 def render(doc: dict) -> str:
-    lines = [f"{'regime':9} {'arch':10} {'factor':>6} {'p10':>6} {'p90':>6} {'rows':>4} {'src':>3}  basis   "
+    lines = [f"{'regime':9} {'arch':13} {'factor':>6} {'p10':>6} {'p90':>6} {'rows':>4} {'src':>3}  basis   "
              f"{'in-sample':>9} {'LOSO':>6}"]
     for regime in REGIMES:
         val = doc["validation"][regime]
@@ -501,7 +507,7 @@ def render(doc: dict) -> str:
             v = val.get(arch, {})
             ins = f"{v['in_sample_median_abs_pct']:.0f}%" if v else "-"
             lo = f"{v['loso_median_abs_pct']:.0f}%" if v and v.get("loso_median_abs_pct") is not None else "-"
-            lines.append(f"{regime:9} {arch:10} {e['factor']:6.3f} {e['p10']:6.3f} {e['p90']:6.3f} {e['n_rows']:4d} "
+            lines.append(f"{regime:9} {arch:13} {e['factor']:6.3f} {e['p10']:6.3f} {e['p90']:6.3f} {e['n_rows']:4d} "
                          f"{e['n_sources']:3d}  {e['basis']:7} {ins:>9} {lo:>6}")
     return "\n".join(lines)
 

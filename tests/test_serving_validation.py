@@ -83,6 +83,14 @@ PINNED = [
     # a known miss (the stock-vLLM tables of the same GPUs are 10-30 % optimistic); the bound keeps it from growing
     ("amd", ("mlperf-inference-v5.1", "llama-2-70b", "MI325X", "222", "301"), "output_tokens_per_s", 0.45),
     ("blackwell", ("trtllm-perf-v1.0", "llama-3.3-70b", "RTX-PRO-6000", "1000", "1000"), "output_tokens_per_s", 0.25),
+    # MLPerf Inference v6.0 Offline (April 2026), scored before they joined the fit: a GB200 NVL72 rack +1 %, a GB300
+    # tray's share +11 %, 8 B300 +16 %, Dell's 8 RTX PRO 6000 -26 % at data-centre Blackwell's factor and -10 % at the
+    # sm120 cards' own (Blackwell-RTX); Dell's 8 H200 NVL -21 % (a Hopper PCIe card whose spec peak is 84 % of the SXM's
+    # measures 91 % of it: a known miss)
+    ("blackwell", ("mlperf-inference-v6.0", "llama-2-70b", "GB200", "222", "272"), "output_tokens_per_s", 0.15),
+    ("blackwell", ("mlperf-inference-v6.0", "llama-2-70b", "B300", "222", "273"), "output_tokens_per_s", 0.20),
+    ("blackwell", ("mlperf-inference-v6.0", "llama-2-70b", "RTX-PRO-6000", "222", "272"), "output_tokens_per_s", 0.20),
+    ("dense_throughput", ("mlperf-inference-v6.0", "llama-2-70b", "H200-NVL", "222", "293"), "output_tokens_per_s", 0.25),
     ("long_input", ("trtllm-perf-v1.0", "llama-3.1-405b", "H200-SXM", "20000", "2000"), "output_tokens_per_s", 0.25),
     ("long_input", ("trtllm-perf-v0.17", "llama-3.1-70b", "H100-SXM", "20000", "2000", "", "4"), "output_tokens_per_s", 0.30),
 ]
@@ -123,7 +131,7 @@ def test_mlperf_llama2_rows_run_their_data_sets_mean_prompt():
     test_vendor_efficiency), and none is left out of the fit as an assumption (AMD's harness rows are left out for
     another reason, their fit_note)."""
     rows = [r for r in v.usable_rows() if r["model"] == "llama-2-70b" and r["source_id"].startswith("mlperf-inference")]
-    assert len(rows) == 10
+    assert len(rows) == 16
     assert {r["input_len"] for r in rows} == {str(round(5_463_976 / 24_576))} == {"222"}
     assert all(r["input_len_assumed"] == "0" for r in rows)
 
@@ -131,15 +139,15 @@ def test_mlperf_llama2_rows_run_their_data_sets_mean_prompt():
 def test_rows_run_by_other_software_than_their_engine_key_are_scored_not_fitted(errs):
     """AMD's MLPerf Inference submissions run its own harness (a patched vLLM with its own decode scheduler) under the
     'vllm' key: fitting them would speed up every stock-vLLM estimate, so they carry a fit_note, stay out of every fit
-    (the full one, each held-out refit, forward in time) and are still scored, 30-42 % pessimistic."""
+    (the full one, each held-out refit, forward in time) and are still scored, 30-46 % pessimistic."""
     harness = [r for r in v.usable_rows() if r["source_id"].startswith("mlperf-inference") and r["gpu"].startswith("MI")]
-    assert len(harness) == 5 and all(r["fit_note"] and r["engine"] == "vllm" for r in harness)
+    assert len(harness) == 6 and all(r["fit_note"] and r["engine"] == "vllm" for r in harness)
     fitted = {r["row_id"] for r in v.fit_rows()}
     assert not fitted & {r["row_id"] for r in harness}
     assert {r["row_id"] for r in v.usable_rows() if not r["fit_note"] and r["input_len_assumed"] != "1"} == fitted
     for r in harness:
         e = errs[(int(r["row_id"]), "output_tokens_per_s")]
-        assert -0.45 < e["error"] < -0.25, (e["label"], e["error"])
+        assert -0.50 < e["error"] < -0.25, (e["label"], e["error"])
 
 
 def test_classify_regime():

@@ -162,6 +162,24 @@ def test_reader_factor_and_arch(shipped):
     assert ve.arch_of("Gaudi 3 HL-325L") == "Gaudi3" and ve.arch_of("mystery-chip", vendor="Google") == "TPU"
 
 
+def test_the_sm120_rtx_cards_have_their_own_class(shipped, rows):
+    """The RTX PRO 6000 (sm120) is catalogued Blackwell (it runs FP4) but is fitted apart from the data-centre parts:
+    its serving rows against the same tables' Hopper rows sit above their factor (read onto it, every RTX PRO 6000
+    serving row came out 2-39 % pessimistic); with no training pair its training factor is the data-centre one's with a
+    wider band, not a guess above it."""
+    for gid in ("RTX-PRO-6000", "RTX-PRO-6000-WS", "RTX-5090", "RTX-5060-Ti"):
+        assert ve.arch_of(gid) == "Blackwell-RTX", gid
+    for gid in ("B200", "GB200", "B300", "GB300"):
+        assert ve.arch_of(gid) == "Blackwell", gid
+    rtx, dc = shipped["serving"]["Blackwell-RTX"], shipped["serving"]["Blackwell"]
+    used = [r for r in rows if r["regime"] == "serving" and r["use"] == "1" and r["gpu_id"] == "RTX-PRO-6000"]
+    assert rtx["basis"] == "fitted" and rtx["n_rows"] == len(used) >= 3 and rtx["n_sources"] >= 2
+    assert rtx["factor"] > dc["factor"] and ve.factor("RTX-PRO-6000", "serving").factor == rtx["factor"]
+    train = shipped["training"]["Blackwell-RTX"]
+    assert train["basis"] == "prior" and train["factor"] == shipped["training"]["Blackwell"]["factor"]
+    assert train["p10"] < shipped["training"]["Blackwell"]["p10"] and train["p90"] > shipped["training"]["Blackwell"]["p90"]
+
+
 def test_reader_unknown_gpu_gets_a_pessimistic_prior():
     f = ve.factor("NoSuchAccelerator-9000", "serving")
     assert f.arch == ve.UNKNOWN and f.basis == "prior" and f.n_rows == 0

@@ -87,7 +87,7 @@ def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: 
         return "amd"
     if getattr(model, "is_moe", False):
         return "moe_small_active" if float(model.active_params()) <= SMALL_ACTIVE_MAX else "moe_large"
-    if arch == "Blackwell":
+    if arch in ("Blackwell", "Blackwell-RTX"):
         return "blackwell"
     if input_len >= LONG_INPUT_MIN:
         return "long_input"

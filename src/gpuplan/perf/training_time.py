@@ -133,11 +133,13 @@ def arch_factors(gpus: list[Gpu]) -> np.ndarray:
 
 
 def blackwell_flags(gpus: list[Gpu]) -> np.ndarray:
-    """1 for Blackwell GPUs, 0 elsewhere: their attention kernels' speed is the fitted `attn_blackwell`, applied
-    when the step time is computed (not here), so that refits of it take effect on prepared features."""
+    """1 for Blackwell GPUs (the RTX cards included), 0 elsewhere: their attention kernels' speed is the fitted
+    `attn_blackwell`, applied when the step time is computed (not here), so that refits of it take effect on
+    prepared features."""
     from gpuplan.perf.vendor_efficiency import arch_of
 
-    return np.array([1.0 if arch_of(g.id, g.vendor) == "Blackwell" else 0.0 for g in gpus], dtype=np.float64)
+    return np.array([1.0 if arch_of(g.id, g.vendor) in ("Blackwell", "Blackwell-RTX") else 0.0 for g in gpus],
+                    dtype=np.float64)
 
 
 def fa2_gap_flags(gpus: list[Gpu]) -> np.ndarray:
@@ -147,7 +149,7 @@ def fa2_gap_flags(gpus: list[Gpu]) -> np.ndarray:
     from gpuplan.perf.vendor_efficiency import arch_of
 
     return np.array([1.0 if g.vendor.upper() == "NVIDIA" and arch_of(g.id, g.vendor) in ("Hopper", "Blackwell")
-                     and not g.id.upper().startswith("RTX") else 0.0 for g in gpus], dtype=np.float64)
+                     else 0.0 for g in gpus], dtype=np.float64)
 
 
 def fused_moe_flags(gpus: list[Gpu]) -> np.ndarray:

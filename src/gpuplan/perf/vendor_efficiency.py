@@ -30,7 +30,7 @@ from typing import Iterator, Literal
 
 FACTOR_FILE = "vendor-efficiency.json"
 REGIMES = ("training", "serving")
-ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell",
+ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "Blackwell-RTX",
                  "CDNA2", "CDNA3", "CDNA4", "Gaudi2", "Gaudi3", "TPU")
 UNKNOWN = "unknown"
 # Pessimistic default for an accelerator whose architecture is not recognised.
@@ -39,9 +39,13 @@ UNKNOWN_PRIOR = (0.6, 0.3, 0.9)
 Regime = Literal["training", "serving"]
 
 # (architecture, pattern) checked in order on the lower-cased id with '_'/' ' as '-'.
-# Blackwell before Hopper (gb200 must not read as h200), Ada before Ampere (rtx-6000-ada).
+# Blackwell before Hopper (gb200 must not read as h200), Ada before Ampere (rtx-6000-ada). 'Blackwell-RTX' is the
+# sm120 die of the RTX PRO and GeForce RTX 50 cards: the catalog's 'Blackwell' for what a GPU can run, but its own
+# efficiency class (Ampere-style mma tensor-core instructions, no tcgen05 / tensor memory, GDDR7 over PCIe), so that
+# a factor fitted on the data-centre parts (sm100) is not read onto it.
 _RULES: tuple[tuple[str, str], ...] = (
-    ("Blackwell", r"gb300|gb200|b300|b200|b100|rtx-?5090|rtx-pro-?6000|pro-6000-blackwell|blackwell"),
+    ("Blackwell-RTX", r"rtx-?50[0-9]0|rtx-pro-?[0-9]{4}|pro-[0-9]{4}-blackwell"),
+    ("Blackwell", r"gb300|gb200|b300|b200|b100|blackwell"),
     ("Hopper", r"gh200|h200|h100|h800|(^|-)h20($|-)|hopper"),
     ("Ada", r"ada|(^|-)l40s?($|-)|(^|-)l4($|-)|rtx-?40[6-9]0|(^|-)l20($|-)"),
     ("Ampere", r"a100|a800|(^|-)a10g?($|-)|(^|-)a[0-9]{2}($|-)|rtx-?a[0-9]{4}|rtx-?30[5-9]0|ampere"),
@@ -122,10 +126,13 @@ def using_factors(doc: dict) -> Iterator[None]:
 def arch_of(gpu_id: str, vendor: str = "") -> str:
     """Architecture id of a catalog GPU id, else 'unknown': the catalog's architecture table
     (catalog/data/architectures.json, the one that also decides what a GPU can run) first, then this
-    file's copy (written by the fit script for ids the catalog lacks), then the name."""
+    file's copy (written by the fit script for ids the catalog lacks), then the name. The catalog's 'Blackwell'
+    splits here: its sm120 RTX cards are 'Blackwell-RTX' (their own efficiency factors)."""
     from gpuplan.catalog.capabilities import arch_of as catalog_arch
 
     arch = catalog_arch(str(gpu_id))
+    if arch == "Blackwell" and infer_arch(gpu_id, vendor) == "Blackwell-RTX":
+        return "Blackwell-RTX"
     if arch != "unknown":
         return arch
     table = current().get("gpu_arch", {})
