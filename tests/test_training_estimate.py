@@ -69,6 +69,19 @@ def test_eight_gpus_train_an_8b_model_data_parallel_and_name_the_faster_layout_p
     assert lone.any() and set(lay["zero"][lone].tolist()) == {1}
 
 
+def test_a_zero_stage_asked_for_by_name_shards_something():
+    """ZeRO-2 or -3 pinned means sharded gradients (and weights): eight GPUs run it data parallel, not in an 8-stage
+    pipeline that only wears the label (as they did before); one GPU has no ranks to shard over and is refused with
+    the reason and what to change. ZeRO-1, the distributed optimizer every layout runs, stays as it was."""
+    for stage in (2, 3):
+        e = estimate_training("llama-3.1-8b", pretraining(1e10, seq_len=4096), "H100", 8, zero=stage)
+        assert e.layout.zero == stage and e.layout.dp * e.layout.cp > 1
+        assert all(r.layout.dp * r.layout.cp > 1 for r in e.runners_up)
+    assert estimate_training("llama-3.1-8b", pretraining(1e10, seq_len=4096), "H100", 8, zero=1).layout.dp == 8
+    with pytest.raises(UsageError, match=r"ZeRO-3 shards over data-parallel ranks .*\(drop --zero"):
+        estimate_training("llama-3.1-8b", pretraining(1e10, seq_len=4096), "H100", 1, zero=3)
+
+
 def test_more_gpus_finish_sooner_but_cost_no_less():
     wl = pretraining(1e12, seq_len=4096)
     a = estimate_training("llama-3.1-8b", wl, "H100", 64)

@@ -36,7 +36,7 @@ from gpuplan.perf.training_time import gpu_features, step_time_s
 from gpuplan.perf.workload import TrainingWorkload, batch_unit
 
 REASONS = ("tp_exceeds_node", "heads_not_divisible_by_tp", "more_stages_than_layers", "batch_not_divisible",
-           "experts_not_divisible", "interleave_microbatches", "memory")
+           "experts_not_divisible", "interleave_microbatches", "zero_without_data_parallel", "memory")
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 # Sweeps over many (GPU type, count) pairs drop micro-batches 2 and 8: in this time model a
@@ -197,9 +197,11 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
     et = np.where(f == 1, 1, t)
     # Without data-parallel ranks to shard over (dp x cp = 1, and no expert-data-parallel copies), ZeRO's stages are
     # one layout: keep ZeRO-1.
+    shards = (d * c > 1) | (t * d * c > et * e)
     if fixed.zero is None:
-        keep &= (z == 1) | (d * c > 1) | (t * d * c > et * e)
-    ci, t, c, p, e, b, r, z, v, n, d, f, et = (a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f, et))
+        keep &= (z == 1) | shards
+    ci, t, c, p, e, b, r, z, v, n, d, f, et, shards = (
+        a[keep] for a in (ci, t, c, p, e, b, r, z, v, n, d, f, et, shards))
 
     B = wl.batch
     if wl.batch_fixed:
@@ -223,6 +225,10 @@ def enumerate_layouts(shape: ModelShape, wl: TrainingWorkload, counts, gpus_per_
         mark((t * d * c) % (et * e) != 0, 4)
     # Megatron's interleaved schedule runs the micro-batches in groups of pp: their count must be a multiple of it.
     mark(batch % batch_unit(d, b, p, v) != 0, 5)
+    # ZeRO-2 or -3 asked for by name means sharded gradients (and weights): a layout with no data-parallel ranks to
+    # shard them over would only wear the label (8 GPUs in an 8-stage pipeline "at ZeRO-3").
+    if fixed.zero is not None and fixed.zero >= 2:
+        mark(~shards, 6)
     return {"count_idx": ci, "n": n, "tp": t, "pp": p, "dp": d, "cp": c, "ep": e, "micro_batch": b,
             "recompute": r, "zero": z, "vp": v, "etp": et, "reason": reason, "batch": batch}
 

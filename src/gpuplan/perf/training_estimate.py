@@ -467,8 +467,12 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
         i = int(res.min_memory_index[0])
     else:
         reasons = ", ".join(f"{k} {v}" for k, v in rejected.items() if v)
+        hint = ""
+        if rejected.get("zero_without_data_parallel") and fixed.zero is not None:
+            hint = (f"; ZeRO-{fixed.zero} shards over data-parallel ranks and these pinned parts leave none "
+                    f"(drop --zero, or give more GPUs)")
         raise UsageError(f"no valid parallel layout for {n} x {g.id} with the pinned parts "
-                         f"({reasons or 'tp·pp·cp does not divide the GPU count'})")
+                         f"({reasons or 'tp·pp·cp does not divide the GPU count'}){hint}")
     feats = gpu_features([g], workload.precision, gpn, eff)
     from gpuplan.perf.layout_search import _select
 
