@@ -366,11 +366,11 @@ def error_summary(full: dict, held: dict, rows: list[dict]) -> dict:
 def gpu_arch_table() -> dict[str, str]:
     vendors = load_gpu_vendors()
     from gpuplan.catalog.capabilities import arch_of as catalog_arch
-    from gpuplan.perf.vendor_efficiency import infer_arch
+    from gpuplan.perf.vendor_efficiency import arch_of, infer_arch
 
-    # the catalog's architecture table first (it names every GPU the catalog lists), then the name
-    table = {g: (a if (a := catalog_arch(g)) != "unknown" else infer_arch(g, v)) for g, v in vendors.items()}
-    table.update({g: "Blackwell-RTX" for g, a in table.items() if a == "Blackwell" and infer_arch(g) == "Blackwell-RTX"})
+    # the catalog's architecture table first (it names every GPU the catalog lists, the reader splitting its sm120
+    # cards off), then the name
+    table = {g: arch_of(g, v) if catalog_arch(g) != "unknown" else infer_arch(g, v) for g, v in vendors.items()}
     for g in EXTRA_ARCH_IDS:
         table[g] = infer_arch(g)
     return table
