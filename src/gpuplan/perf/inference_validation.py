@@ -69,6 +69,7 @@ def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: 
     gaudi (Intel, or a static-batch engine), amd, moe_small_active (<= 14B active), moe_large,
     blackwell, long_input (>= 8k prompt), dense_latency (<= 8 in flight), dense_throughput."""
     from gpuplan.perf.engines import resolve_engine
+    from gpuplan.perf.vendor_efficiency import BLACKWELL_CLASSES, infer_arch
 
     vendor, arch = "", ""
     if gpu:
@@ -77,8 +78,6 @@ def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: 
             from gpuplan.catalog.gpus import get_gpu
 
             g = get_gpu(gpu)
-        from gpuplan.perf.vendor_efficiency import infer_arch
-
         vendor = g.vendor
         arch = infer_arch(g.id, g.vendor)
     if vendor == "Intel" or resolve_engine(engine).batching == "static":
@@ -87,7 +86,7 @@ def classify_regime(model, gpu=None, concurrency: int | None = None, input_len: 
         return "amd"
     if getattr(model, "is_moe", False):
         return "moe_small_active" if float(model.active_params()) <= SMALL_ACTIVE_MAX else "moe_large"
-    if arch in ("Blackwell", "Blackwell-RTX"):
+    if arch in BLACKWELL_CLASSES:
         return "blackwell"
     if input_len >= LONG_INPUT_MIN:
         return "long_input"

@@ -468,7 +468,7 @@ def estimate_training(model, workload: TrainingWorkload, gpu, n_gpus: int | None
     else:
         reasons = ", ".join(f"{k} {v}" for k, v in rejected.items() if v)
         hint = ""
-        if rejected.get("zero_without_data_parallel") and fixed.zero is not None:
+        if rejected.get("zero_without_data_parallel"):  # only marked where a ZeRO-2/3 is pinned
             hint = (f"; ZeRO-{fixed.zero} shards over data-parallel ranks and these pinned parts leave none "
                     f"(drop --zero, or give more GPUs)")
         raise UsageError(f"no valid parallel layout for {n} x {g.id} with the pinned parts "

@@ -136,10 +136,9 @@ def blackwell_flags(gpus: list[Gpu]) -> np.ndarray:
     """1 for Blackwell GPUs (the RTX cards included), 0 elsewhere: their attention kernels' speed is the fitted
     `attn_blackwell`, applied when the step time is computed (not here), so that refits of it take effect on
     prepared features."""
-    from gpuplan.perf.vendor_efficiency import arch_of
+    from gpuplan.perf.vendor_efficiency import BLACKWELL_CLASSES, arch_of
 
-    return np.array([1.0 if arch_of(g.id, g.vendor) in ("Blackwell", "Blackwell-RTX") else 0.0 for g in gpus],
-                    dtype=np.float64)
+    return np.array([1.0 if arch_of(g.id, g.vendor) in BLACKWELL_CLASSES else 0.0 for g in gpus], dtype=np.float64)
 
 
 def fa2_gap_flags(gpus: list[Gpu]) -> np.ndarray:

@@ -32,6 +32,8 @@ FACTOR_FILE = "vendor-efficiency.json"
 REGIMES = ("training", "serving")
 ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "Blackwell-RTX",
                  "CDNA2", "CDNA3", "CDNA4", "Gaudi2", "Gaudi3", "TPU")
+# Both Blackwell efficiency classes: what the estimators treat as Blackwell apart from the factor itself.
+BLACKWELL_CLASSES = ("Blackwell", "Blackwell-RTX")
 UNKNOWN = "unknown"
 # Pessimistic default for an accelerator whose architecture is not recognised.
 UNKNOWN_PRIOR = (0.6, 0.3, 0.9)
