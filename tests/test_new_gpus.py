@@ -1,5 +1,6 @@
 """GPUs the price feeds list that the spec table lacked (issue 13, coverage): B300, GB300, RTX PRO 6000
-Blackwell (server and workstation editions) and H20, plus the checked H100 NVL and MI355X rows.
+Blackwell (server and workstation editions), H20 and MI350X (MLPerf Training v6.0 times it), plus the checked H100 NVL
+and MI355X rows.
 
 Each resolves by the names the feeds and users write, carries dense figures no higher than the dense
 peak its vendor published (sparse datasheet figures halved), maps to an architecture in both
@@ -21,7 +22,7 @@ from gpuplan.perf.training_estimate import estimate_training
 from gpuplan.perf.training_time import nvlink_domain
 from gpuplan.perf.workload import pretraining
 
-NEW = ["B300", "GB300", "RTX-PRO-6000", "RTX-PRO-6000-WS", "H20"]
+NEW = ["B300", "GB300", "RTX-PRO-6000", "RTX-PRO-6000-WS", "H20", "MI350X"]
 CHECKED = ["H100-NVL", "MI355X"]
 
 # Dense peaks as published (TFLOP/s), sparse vendor figures already halved; None = not published.
@@ -32,6 +33,7 @@ CHECKED = ["H100-NVL", "MI355X"]
 # RTX PRO 6000 Workstation: 4000 AI TOPS FP4 sparse; FP8 and BF16 at Blackwell's 2x per precision step.
 # H20: 148 BF16 / 296 FP8 / 74 TF32 dense (HGX H20 spec sheet as reported).
 # H100 NVL: datasheet 1671 / 3341 / 835 sparse. MI355X: AMD brochure 2516.6 / 5033.2 / 10066.3 dense.
+# MI350X: 18.45 PF MXFP4 with sparsity (ISC 2025); FP8 and BF16 are MI355X's at its 2.2 GHz clock against 2.4.
 PUBLISHED_DENSE = {
     "B300": {"bf16": 36000 / 8 / 2, "fp8": 72000 / 8 / 2, "fp4": 14000, "tf32": 18000 / 8 / 2},
     "GB300": {"bf16": 360000 / 72 / 2, "fp8": 720000 / 72 / 2, "fp4": 1080000 / 72, "tf32": 180000 / 72 / 2},
@@ -40,11 +42,12 @@ PUBLISHED_DENSE = {
     "H20": {"bf16": 148, "fp8": 296, "fp4": None, "tf32": 74},
     "H100-NVL": {"bf16": 1671 / 2, "fp8": 3341 / 2, "fp4": None, "tf32": 835 / 2},
     "MI355X": {"bf16": 2516.6, "fp8": 5033.2, "fp4": 10066.3, "tf32": None},
+    "MI350X": {"bf16": 2516.6 * 2.2 / 2.4, "fp8": 5033.2 * 2.2 / 2.4, "fp4": 18450 / 2, "tf32": None},
 }
 # Memory (GB) and bandwidth (TB/s) exactly as published per GPU.
 PUBLISHED_MEMORY = {
     "B300": (270, 7.7), "GB300": (279, 8.0), "RTX-PRO-6000": (96, 1.597), "RTX-PRO-6000-WS": (96, 1.792),
-    "H20": (96, 4.0), "H100-NVL": (94, 3.9), "MI355X": (288, 8.0),
+    "H20": (96, 4.0), "H100-NVL": (94, 3.9), "MI355X": (288, 8.0), "MI350X": (288, 8.0),
 }
 
 
@@ -56,6 +59,7 @@ PUBLISHED_MEMORY = {
     ("RTXPRO6000WS", "RTX-PRO-6000-WS"), ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX-PRO-6000-WS"),
     ("H20", "H20"), ("NVIDIA H20", "H20"), ("H20 96GB", "H20"), ("HGX H20", "H20"),
     ("H100 NVL", "H100-NVL"), ("H100-NVL", "H100-NVL"), ("AMD Instinct MI355X", "MI355X"),
+    ("MI350X", "MI350X"), ("AMD Instinct MI350X", "MI350X"),
 ])
 def test_feed_and_user_spellings_resolve(name, expected):
     assert resolve_gpu_id(name) == expected
@@ -89,6 +93,11 @@ def test_relations_between_the_new_gpus():
     assert g["H20"].bf16_tflops / g["H100-SXM"].bf16_tflops == pytest.approx(0.15, abs=0.01)
     assert g["H20"].mem_bw_tbps > g["H100-SXM"].mem_bw_tbps and g["H20"].nvlink_gbps == 900
     assert g["RTX-PRO-6000"].mem_bw_tbps < g["RTX-PRO-6000-WS"].mem_bw_tbps  # server edition runs slower memory
+    # MI350X: MI355X's die, memory and Infinity Fabric at a lower clock and power (1000 W air-cooled against 1400 W).
+    for p in ("bf16", "fp8", "fp4"):
+        assert g["MI350X"].peak_tflops(p) / g["MI355X"].peak_tflops(p) == pytest.approx(2.2 / 2.4, rel=0.002)
+    assert (g["MI350X"].memory_gb, g["MI350X"].nvlink_gbps) == (g["MI355X"].memory_gb, g["MI355X"].nvlink_gbps)
+    assert g["MI350X"].tdp_w < g["MI355X"].tdp_w
     for gid in ("RTX-PRO-6000", "RTX-PRO-6000-WS"):
         assert g[gid].nvlink_gbps == 0 and not g[gid].is_consumer
 
@@ -104,7 +113,7 @@ def test_scale_up_domains():
 @pytest.mark.parametrize("gid", NEW + CHECKED)
 def test_every_new_gpu_has_an_architecture_in_both_tables(gid):
     shipped = json.loads(resources.files("gpuplan.perf.data").joinpath("vendor-efficiency.json").read_text())
-    expected = {"H20": "Hopper", "H100-NVL": "Hopper", "MI355X": "CDNA4"}.get(gid, "Blackwell")
+    expected = {"H20": "Hopper", "H100-NVL": "Hopper", "MI355X": "CDNA4", "MI350X": "CDNA4"}.get(gid, "Blackwell")
     # the sm120 RTX cards are Blackwell for what they can run, their own class for efficiency
     efficiency = "Blackwell-RTX" if gid.startswith("RTX") else expected
     assert shipped["gpu_arch"][gid] == efficiency
@@ -113,7 +122,7 @@ def test_every_new_gpu_has_an_architecture_in_both_tables(gid):
 
 
 @pytest.mark.parametrize("gid, fp4", [("B300", True), ("GB300", True), ("RTX-PRO-6000", True),
-                                      ("RTX-PRO-6000-WS", True), ("H20", False)])
+                                      ("RTX-PRO-6000-WS", True), ("H20", False), ("MI350X", True)])
 def test_precisions_follow_the_architecture(gid, fp4):
     g = get_gpu(gid)
     assert resolve_training(g, "bf16").ok and resolve_training(g, "fp8").ok
