@@ -54,13 +54,15 @@ def test_fused_changes_nothing_for_a_dense_model():
 
 
 def test_the_fused_rows_are_the_graph_captured_recipes():
-    """Data check: the rows marked fused are Megatron-Bridge MXFP8 MoE rows on data-centre Blackwell from 26.06 on,
-    and each names the configuration that sets the stack up."""
+    """Data check: the rows marked fused are NVIDIA's MXFP8 MoE recipes on data-centre Blackwell from June 2026 on
+    (Megatron-Bridge 26.06 / 26.08, MLPerf Training v6.0's DeepSeek-V3), and each names the configuration that sets
+    the stack up."""
     rows = [r for r in load_rows() if (r.get("fused_moe") or "").strip() == "1"]
     assert len(rows) >= 10
     for r in rows:
-        assert r["source_id"] in ("megatron-bridge-26.06", "megatron-bridge-26.08"), r["row"]
-        assert "MXFP8" in r["name"] and r["gpu_id"] in ("B200", "B300", "GB200", "GB300"), r["row"]
+        assert r["source_id"] in ("megatron-bridge-26.06", "megatron-bridge-26.08", "mlperf-training-v6.0"), r["row"]
+        assert "MXFP8" in (r["name"] + r["notes"]).upper() and r["precision"] == "fp8", r["row"]
+        assert r["gpu_id"] in ("B200", "B300", "GB200", "GB300"), r["row"]
         assert "full_iteration" in r["notes"] and "fused grouped MLP" in r["notes"], r["row"]
 
 
