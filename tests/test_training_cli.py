@@ -40,6 +40,20 @@ def test_train_human_output_and_lora_epochs(cli):
     assert "GPU-hours" in out and "memory per GPU" in out and "3e+08 tokens" in out
 
 
+def test_the_panel_names_the_first_fit_and_the_last_refit_the_json_the_whole_history(cli):
+    from gpuplan.display import fit_provenance
+
+    history = "fitted 2026-11-27 on 404 rows; goodput refitted 2026-11-29 on 423 rows; MoE refitted 2026-11-30 on 468 rows"
+    assert fit_provenance(history) == ("fitted 2026-11-27 on 404 rows; 2 refits since, the last: MoE refitted "
+                                       "2026-11-30 on 468 rows")
+    assert fit_provenance("fitted 2026-11-27 on 404 rows") == "fitted 2026-11-27 on 404 rows"
+    code, out, _ = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8")
+    _, js, _ = cli("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8", "--json")
+    source = json.loads(js)["assumptions"]["efficiency_source"]
+    assert code == 0 and source.count("; ") >= 2  # the shipped file records its refits
+    assert " ".join(fit_provenance(source).split()) in " ".join(out.replace("│", " ").split())
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--tokens", "1T", "--gpu", "H100", "--gpus", "8", "--tp", "3"], "tp=3"),
     (["--tokens", "-5", "--gpu", "H100"], "--tokens"),

@@ -87,11 +87,11 @@ PINNED = [
     # joined 2026-11-29 (twenty-seventh round), predicted before they joined:
     ("Qwen3-235B-A22B 256xH800 XTuner/Pai-Megatron (TP2 EP32 PP8 VPP4, DeepEP)", "moe", 15.0),  # +1 %, folded
     ("Kimi-K2 BF16 256xH100 NeMo AutoModel (FSDP2 + EP32 + PP8, DeepEP)", "moe", 20.0),  # +5 %
-    # MLPerf Training v6.0 (2026-06), joined 2026-11-30; scored with the shipped fit before they joined (in brackets)
+    # MLPerf Training v6.0 (2026-06), joined 2026-11-30; scored with the shipped fit before they joined in parentheses
     ("MLPerf DeepSeek-V3 671B pretraining GB300 x4096 (T60-DSV3-GB300x4096-CoreWeave)", "moe", 10.0),  # -0 % (-3 %)
     ("MLPerf DeepSeek-V3 671B pretraining GB300 x256 (T60-DSV3-GB300x256-NVIDIA)", "moe", 25.0),  # +15 % (+11 %)
     ("MLPerf GPT-OSS-20B pretraining GB300 x72 (T60-GOSS20-GB300x72-NVIDIA)", "moe", 10.0),  # -2 % (-4 %)
-    ("MLPerf GPT-OSS-20B pretraining H100 x128 (T60-GOSS20-H100x128-Cisco, tokendrop cap 1.25)", "moe", 10.0),  # -1 %
+    ("MLPerf GPT-OSS-20B pretraining H100 x128 (T60-GOSS20-H100x128-Cisco, tokendrop cap 1.25)", "moe", 10.0),  # -1 % (-3 %)
     ("MLPerf Llama-3.1-405B pretraining GB300 x72 (T60-L405-GB300x72-HPE)", "blackwell", 10.0),  # -0 % (-0 %)
     ("MLPerf Llama-3.1-8B pretraining B300 x8 (T60-L8-B300x8-Cisco)", "blackwell", 15.0),  # -8 % (-8 %)
     ("MLPerf Llama-2-70B LoRA (GovReport) B300 x8 (T60-LORA8-B300-Cisco)", "lora", 25.0),  # +14 % (+14 %)

@@ -186,6 +186,16 @@ def fmt_pricing(p: Any) -> str:
     return str(p).replace("_", "-")
 
 
+def fit_provenance(source: Any) -> str:
+    """A fitted parameter file's provenance, short: its first fit and its latest refit when the file records several
+    ('fitted 2026-11-27 on 404 rows; ...; goodput refitted 2026-11-30 on 468 rows' -> the first, how many refits
+    since, the last). The file and the JSON output keep the whole history."""
+    clauses = [c.strip() for c in str(source or "").split("; ") if c.strip()]
+    if len(clauses) <= 2:
+        return "; ".join(clauses) or MISSING
+    return f"{clauses[0]}; {len(clauses) - 1} refits since, the last: {clauses[-1]}"
+
+
 # ---- layouts ------------------------------------------------------------------------------
 
 def layout_text(layout: Any) -> str:

@@ -133,6 +133,7 @@ def _print_train(est) -> None:
     from rich.panel import Panel
 
     from gpuplan.cli.output import fmt_value, print_table
+    from gpuplan.display import fit_provenance
 
     console = Console() if Console().is_terminal else Console(width=160)
     a = est.assumptions
@@ -146,7 +147,7 @@ def _print_train(est) -> None:
         f"memory {est.memory_per_gpu_gb:.1f} / {_device_gb(est.gpu_memory_gb):.1f} GB per GPU ({est.gpu_memory_gb:g} GiB)"
         + ("" if est.fits else f"  [red]short by {est.memory_shortfall_gb:.1f} GB[/]"),
         f"layout: {_layout_text(est.layout)}; global batch {est.layout.global_batch} x {a['seq_len']} tokens",
-        f"assumed: efficiency {a['efficiency']:.3f} ({a['efficiency_source']}), goodput {a['goodput']:.3f}, "
+        f"assumed: efficiency {a['efficiency']:.3f} ({fit_provenance(a['efficiency_source'])}), goodput {a['goodput']:.3f}, "
         f"peak {a['peak_tflops']:g} TFLOP/s, fabric {a['fabric']['inter_node_gbps_per_gpu']:g} Gb/s per GPU",
     ]
     lines += [f"note: {n}" for n in est.notes]
