@@ -90,3 +90,15 @@ def test_specs_are_physically_plausible():
             assert g.fp8_tflops >= g.bf16_tflops, g.id
         if g.fp4_tflops:
             assert g.fp4_tflops >= (g.fp8_tflops or g.bf16_tflops), g.id
+
+
+def test_the_gpus_table_separates_thousands_alike(cli):
+    """A whole figure and a fractional one of the same size read the same way: B300's 13,500 FP4 TFLOP/s beside
+    MI355X's 10,066 (whole floats used to print bare: 13500)."""
+    from gpuplan.display import fmt_value
+
+    assert fmt_value(13500.0) == "13,500" and fmt_value(10066.3) == "10,066" and fmt_value(990.0) == "990"
+    code, out, _ = cli("gpus")
+    assert code == 0
+    b300 = next(line for line in out.splitlines() if " B300 " in line)
+    assert "13,500" in b300 and "2,250" in b300 and "13500" not in b300

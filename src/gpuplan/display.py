@@ -95,7 +95,7 @@ def fmt_value(v: Any) -> str:
         if not math.isfinite(v):
             return MISSING
         if v == int(v) and abs(v) < 1e6:
-            return f"{int(v)}"
+            return f"{int(v):,}"  # 13,500 beside 10,066: whole or not, thousands are separated alike
         return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
     return str(v)
 
