@@ -70,3 +70,14 @@ def test_the_serving_compute_roof_follows_the_measurement_even_with_every_factor
         spec_only = _prefill_heavy("MI300X")
     # A prefill-bound run on MI300X is compute bound: at 64% of H100's realisation it is clearly slower.
     assert measured < 0.85 * spec_only
+
+
+def test_an_untimed_die_sibling_takes_the_timed_parts_share_and_never_comes_out_faster():
+    """MI350X is MI355X's CDNA4 die at 2.2 GHz against 2.4 and 1000 W against 1400: nobody has timed its matmuls, so
+    its row is MI355X's measurement at its clock, marked 'not timed' (with 1.0 it served 11% faster than MI355X)."""
+    r350, r355 = am.realisation(get_gpu("MI350X"), "bf16"), am.realisation(get_gpu("MI355X"), "bf16")
+    assert r350.factor == pytest.approx(r355.factor, rel=1e-3)
+    assert am.derived("MI350X", "bf16") and not am.derived("MI355X", "bf16")
+    assert "measured at" not in r350.note and "sibling" in r350.note and "measured at" in r355.note
+    fast = {g: estimate_serving("llama-3.1-70b", g, 1, precision="fp8").output_tokens_per_s for g in ("MI350X", "MI355X")}
+    assert fast["MI350X"] < fast["MI355X"]

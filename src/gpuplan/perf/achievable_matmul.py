@@ -9,7 +9,10 @@ realisation. It is a property of the hardware and its matmul library, measured o
 the serving rows; the architecture factors (vendor_efficiency) then carry only what matmuls do not explain.
 
 A precision not measured on a device takes its nearest measured one (FP4 and INT8 math: FP8, else BF16; MI300X
-FP8: BF16). A device nobody measured keeps 1.0 and its architecture factor, fitted or a pessimistic prior.
+FP8: BF16). A device nobody timed whose die sibling was takes the sibling's share of its own spec peak (MI350X:
+MI355X's die at 2.2 GHz against 2.4; the file's row says "not timed" and is an upper bound, a lower power limit can
+only hold it lower), so a slower-clocked sibling never comes out faster than the part that was timed. A device nobody
+measured keeps 1.0 and its architecture factor, fitted or a pessimistic prior.
 """
 from __future__ import annotations
 
@@ -41,13 +44,22 @@ class Realisation:
 
 
 @lru_cache(maxsize=1)
+def _rows() -> tuple[dict, ...]:
+    text = resources.files("gpuplan.perf.data").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return tuple(csv.DictReader(io.StringIO(text)))
+
+
+@lru_cache(maxsize=1)
 def measurements() -> dict[tuple[str, str], float]:
     """(GPU id, precision) -> measured achievable matmul TFLOPS."""
-    text = resources.files("gpuplan.perf.data").joinpath(DATA_FILE).read_text(encoding="utf-8")
-    out: dict[tuple[str, str], float] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        out[(row["gpu_id"], row["precision"])] = float(row["mamf_tflops"])
-    return out
+    return {(row["gpu_id"], row["precision"]): float(row["mamf_tflops"]) for row in _rows()}
+
+
+def derived(gpu_id: str, precision: str) -> bool:
+    """Whether the row is a die sibling's measurement scaled to this device's clock, not a timing of its own (the
+    file's note says "not timed")."""
+    return any(r["gpu_id"] == gpu_id and r["precision"] == precision and r["note"].startswith("not timed")
+               for r in _rows())
 
 
 def _efficiency(gpu, precision: str) -> float | None:
@@ -78,7 +90,8 @@ def realisation(gpu, precision: str) -> Realisation:
             continue
         f = own / theirs
         mamf = measurements()[(gpu.id, p)]
-        return Realisation(f, p, mamf, f"{gpu.id} {p} matmuls measured at {mamf:g} TFLOPS, {own:.0%} of the spec "
+        how = "put at (a die sibling's measurement at this clock)" if derived(gpu.id, p) else "measured at"
+        return Realisation(f, p, mamf, f"{gpu.id} {p} matmuls {how} {mamf:g} TFLOPS, {own:.0%} of the spec "
                                        f"peak, against {theirs:.0%} on {REFERENCE_GPU}: compute roof x{f:.2f}")
     return Realisation(1.0, None, None, f"no matmul measurement for {gpu.id} in {precision}: spec peak at "
                                          f"{REFERENCE_GPU}'s realisation (the architecture factor carries the rest)")
