@@ -55,11 +55,15 @@ def measurements() -> dict[tuple[str, str], float]:
     return {(row["gpu_id"], row["precision"]): float(row["mamf_tflops"]) for row in _rows()}
 
 
+@lru_cache(maxsize=1)
+def _untimed() -> frozenset[tuple[str, str]]:
+    return frozenset((r["gpu_id"], r["precision"]) for r in _rows() if r["note"].startswith("not timed"))
+
+
 def derived(gpu_id: str, precision: str) -> bool:
     """Whether the row is a die sibling's measurement scaled to this device's clock, not a timing of its own (the
     file's note says "not timed")."""
-    return any(r["gpu_id"] == gpu_id and r["precision"] == precision and r["note"].startswith("not timed")
-               for r in _rows())
+    return (gpu_id, precision) in _untimed()
 
 
 def _efficiency(gpu, precision: str) -> float | None:
